@@ -1,0 +1,49 @@
+# Two commands set everything up from a fresh clone: `make train` and `make test`.
+# Set-up is idempotent: a .venv in the checkout, pinned dependencies, the C engine built.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+SETUP_STAMP := $(VENV)/.setup-stamp
+ENGINE_DIR := python/src/tcgleague/engine
+ENGINE_SOURCES := $(wildcard $(ENGINE_DIR)/*.c $(ENGINE_DIR)/*.h)
+ENGINE_SO := $(ENGINE_DIR)/.built-stamp
+CONFIG ?= configs/default.ini
+
+.PHONY: setup build train test bench sanitize clean
+
+setup: $(SETUP_STAMP) $(ENGINE_SO)
+
+# Dependencies, with torch pinned by constraints.txt so no other torch is ever resolved.
+# pufferlib-core goes in with --no-deps: its metadata pins torch==2.9.0 (SPEC §3).
+$(SETUP_STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q -c constraints.txt --upgrade pip setuptools wheel
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt numpy gymnasium pettingzoo wandb rich openskill matplotlib psutil pytest
+	$(PIP) install -q --no-deps pufferlib-core==3.0.23
+	$(PIP) install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+# The C extension (CPU only: a plain setuptools Extension, nvcc is never consulted).
+$(ENGINE_SO): $(ENGINE_SOURCES) setup.py $(SETUP_STAMP)
+	$(PY) setup.py -q build_ext --inplace
+	touch $@
+
+build: setup
+
+train: setup
+	$(PY) train.py --config $(CONFIG)
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) -m tcgleague.bench engine --json bench_engine.json
+
+# The engine built with -fsanitize=address,undefined, driven through 1,000,000 random-legal decisions.
+sanitize: setup
+	$(PY) -m pytest -q -m slow python/tests/test_sanitize.py
+
+clean:
+	rm -rf build $(ENGINE_DIR)/*.so $(ENGINE_SO) *.egg-info python/src/*.egg-info

@@ -1,0 +1,30 @@
+"""Entry point: python -m tcgleague.bench {engine} [options]."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import engine
+
+BENCHES = {"engine": engine}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tcgleague.bench", description=__doc__)
+    sub = parser.add_subparsers(dest="bench", required=True)
+    for name, module in BENCHES.items():
+        p = sub.add_parser(name, help=module.__doc__.splitlines()[0])
+        module.add_arguments(p)
+        p.add_argument("--json", type=Path, help="write the figures to this JSON file")
+    args = parser.parse_args(argv)
+    figures = BENCHES[args.bench].run(args)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

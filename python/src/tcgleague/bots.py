@@ -1,0 +1,40 @@
+"""Scripted opponents, batched over rows: `random` (uniform over the legal list) and `greedy`
+(the engine's one-ply search with a material heuristic, run in C)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .engine import LAYOUT
+
+_LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_count_offset"])
+_COUNT = LAYOUT["legal_count_offset"]
+_WIDTH = LAYOUT["action_width"]
+
+
+def legal_actions(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(legal tuples int32 [rows, max_legal, 4], counts int64 [rows]) read from observations."""
+    legal = obs[:, _LEGAL].reshape(len(obs), -1, _WIDTH).astype(np.int32)
+    return legal, obs[:, _COUNT].astype(np.int64)
+
+
+def random_actions(obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random legal action for each row (rows with no legal list get zeros).
+
+    Only the chosen tuple is gathered, so the cost is a few values per row, not the list."""
+    counts = obs[:, _COUNT].astype(np.int64)
+    pick = np.minimum((rng.random(len(obs)) * counts).astype(np.int64), np.maximum(counts - 1, 0))
+    start = np.arange(len(obs)) * obs.shape[1] + LAYOUT["legal_offset"] + pick * _WIDTH
+    actions = obs.reshape(-1)[start[:, None] + np.arange(_WIDTH)].astype(np.int32)
+    actions[counts == 0] = 0
+    return actions
+
+
+def greedy_actions(env, out: np.ndarray | None = None) -> np.ndarray:
+    """The greedy bot's action for every active row of a TCGEnv (other rows untouched)."""
+    if out is None:
+        out = np.zeros((env.num_agents, _WIDTH), dtype=np.int32)
+    env.engine.greedy(out)
+    return out
+
+
+BOTS = {"random": "random_actions", "greedy": "greedy_actions"}

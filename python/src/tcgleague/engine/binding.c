@@ -1,0 +1,388 @@
+/* CPython binding: exports the layout and an Engine object that steps every game in one call,
+ * writing into buffers owned by Python (PufferLib's observation/reward/... arrays). */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+#include <string.h>
+#include "tcg.h"
+
+extern const char *POSITION_GAME_NAMES[], *POSITION_PENDING_NAMES[], *POSITION_PLAYER_NAMES[],
+    *POSITION_UNIT_NAMES[];
+
+/* ---- layout() ------------------------------------------------------------------------------- */
+static int put_int(PyObject *d, const char *k, long v) {
+    PyObject *o = PyLong_FromLong(v);
+    int rc = o ? PyDict_SetItemString(d, k, o) : -1;
+    Py_XDECREF(o);
+    return rc;
+}
+
+static PyObject *names_dict(const char *const *names, int n) {
+    PyObject *d = PyDict_New();
+    for (int i = 0; d && i < n; i++) if (put_int(d, names[i], i) < 0) { Py_DECREF(d); return NULL; }
+    return d;
+}
+
+static PyObject *names_list(const char *const *names) {
+    PyObject *l = PyList_New(0);
+    for (int i = 0; l && names[i]; i++) {
+        PyObject *s = PyUnicode_FromString(names[i]);
+        if (!s || PyList_Append(l, s) < 0) { Py_XDECREF(s); Py_DECREF(l); return NULL; }
+        Py_DECREF(s);
+    }
+    return l;
+}
+
+static int put_obj(PyObject *d, const char *k, PyObject *o) {
+    int rc = o ? PyDict_SetItemString(d, k, o) : -1;
+    Py_XDECREF(o);
+    return rc;
+}
+
+static PyObject *py_layout(PyObject *self, PyObject *args) {
+    (void)self; (void)args;
+    static const char *GLOBAL[] = {"turn", "my_turn", "phase_mulligan", "phase_main", "phase_response",
+        "phase_target", "my_energy", "my_max_energy", "opp_energy", "opp_max_energy", "my_spark", "opp_spark",
+        "my_hand", "opp_hand", "my_deck", "opp_deck", "my_discard", "opp_discard", "my_fatigue", "opp_fatigue",
+        "seat", "i_went_first", "pending_card", "pending_op", "pending_amount", "attacker_entity",
+        "attack_target_entity", "my_leader_ability_used", "opp_leader_ability_used", "turns_left",
+        "my_deck_id", "opp_deck_id"};
+    static const char *ENTITY[] = {"present", "card", "type", "cost", "attack", "health", "max_health",
+        "kw_charge", "kw_guardian", "kw_stealth", "kw_lifesteal", "kw_venom", "kw_shield", "kw_ranged",
+        "kw_frenzy", "exhausted", "frozen", "sick", "shield", "silenced", "weapon_attack",
+        "weapon_durability", "temp_attack", "can_act"};
+    static const char *ACTIONS[] = {"pass", "mulligan", "play", "attack", "activate", "target", "block", "spark"};
+    static const char *KEYWORDS[] = {"charge", "guardian", "stealth", "lifesteal", "venom", "shield", "ranged", "frenzy"};
+    static const char *TRIGGERS[] = {"none", "on_play", "on_attack", "on_death", "start_of_turn", "end_of_turn",
+        "activated", "spell", "response"};
+    static const char *OPS[] = {"none", "damage", "heal", "draw", "buff", "buff_temp", "freeze", "destroy", "summon",
+        "gain_energy", "discard_random", "return_to_hand", "silence", "damage_all_enemy"};
+    static const char *TARGETS[] = {"none", "any", "any_unit", "enemy_any", "enemy_unit", "friendly_any",
+        "friendly_unit", "attacker", "self", "my_leader", "enemy_leader", "random_enemy_unit", "all_friendly_units"};
+    static const char *CARD_TYPES[] = {"none", "unit", "spell", "weapon", "leader"};
+    static const char *CARD_FIELD_NAMES[] = {"type", "faction", "cost", "attack", "health", "keywords", "trigger",
+        "op", "amount", "amount2", "target", "ability_cost", "token", "durability", "max_target_cost", "reserved"};
+    static const char *ENTITY_GROUPS[] = {"my_hand", "my_front", "my_back", "my_leader", "opp_front", "opp_back", "opp_leader"};
+    static const char *PHASES[] = {"mulligan", "main", "response", "target"};
+    static const char *EPISODE[] = {"winner", "first_player", "decisions", "turns", "truncated", "deck0", "deck1"};
+    _Static_assert(sizeof(GLOBAL) / sizeof(*GLOBAL) == GLOBAL_SIZE, "global names");
+    _Static_assert(sizeof(ENTITY) / sizeof(*ENTITY) == ENTITY_WIDTH, "entity names");
+    _Static_assert(sizeof(ACTIONS) / sizeof(*ACTIONS) == N_ACTION_TYPES, "action names");
+    _Static_assert(sizeof(KEYWORDS) / sizeof(*KEYWORDS) == N_KEYWORDS, "keyword names");
+    _Static_assert(sizeof(TRIGGERS) / sizeof(*TRIGGERS) == N_TRIGGERS, "trigger names");
+    _Static_assert(sizeof(OPS) / sizeof(*OPS) == N_OPS, "op names");
+    _Static_assert(sizeof(TARGETS) / sizeof(*TARGETS) == N_TARGET_KINDS, "target names");
+    _Static_assert(sizeof(CARD_FIELD_NAMES) / sizeof(*CARD_FIELD_NAMES) == CARD_FIELDS, "card field names");
+    _Static_assert(sizeof(EPISODE) / sizeof(*EPISODE) + 2 * N_ACTION_TYPES == sizeof(EpisodeStat) / 4, "episode fields");
+    static const int GROUP_START[] = {ENT_MY_HAND, ENT_MY_FRONT, ENT_MY_BACK, ENT_MY_LEADER, ENT_OPP_FRONT,
+        ENT_OPP_BACK, ENT_OPP_LEADER};
+
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    PyObject *groups = PyDict_New();
+    for (int i = 0; groups && i < 7; i++) put_int(groups, ENTITY_GROUPS[i], GROUP_START[i]);
+    PyObject *pos = PyDict_New();
+    if (pos) {
+        put_obj(pos, "game", names_list(POSITION_GAME_NAMES));
+        put_obj(pos, "pending", names_list(POSITION_PENDING_NAMES));
+        put_obj(pos, "player", names_list(POSITION_PLAYER_NAMES));
+        put_obj(pos, "unit", names_list(POSITION_UNIT_NAMES));
+        put_int(pos, "size", position_size());
+    }
+    int rc = 0;
+    rc |= put_int(d, "obs_size", OBS_SIZE);
+    rc |= put_int(d, "global_offset", OBS_GLOBAL_OFFSET);
+    rc |= put_int(d, "global_size", GLOBAL_SIZE);
+    rc |= put_int(d, "entity_offset", OBS_ENTITY_OFFSET);
+    rc |= put_int(d, "n_entities", N_ENTITIES);
+    rc |= put_int(d, "entity_width", ENTITY_WIDTH);
+    rc |= put_int(d, "legal_offset", OBS_LEGAL_OFFSET);
+    rc |= put_int(d, "max_legal", MAX_LEGAL);
+    rc |= put_int(d, "action_width", ACTION_WIDTH);
+    rc |= put_int(d, "legal_count_offset", OBS_LEGAL_COUNT_OFFSET);
+    rc |= put_int(d, "n_action_types", N_ACTION_TYPES);
+    rc |= put_int(d, "n_a", N_A);
+    rc |= put_int(d, "n_b", N_B);
+    rc |= put_int(d, "n_c", N_C);
+    rc |= put_int(d, "none_entity", NONE_ENTITY);
+    rc |= put_int(d, "none_slot", NONE_SLOT);
+    rc |= put_int(d, "max_cards", MAX_CARDS);
+    rc |= put_int(d, "card_fields", CARD_FIELDS);
+    rc |= put_int(d, "card_name_len", CARD_NAME_LEN);
+    rc |= put_int(d, "deck_size", DECK_SIZE);
+    rc |= put_int(d, "max_hand", MAX_HAND);
+    rc |= put_int(d, "front_slots", FRONT_SLOTS);
+    rc |= put_int(d, "back_slots", BACK_SLOTS);
+    rc |= put_int(d, "leader_health", LEADER_HEALTH);
+    rc |= put_int(d, "default_turn_cap", DEFAULT_TURN_CAP);
+    rc |= put_int(d, "episode_log_cap", EPISODE_LOG_CAP);
+    rc |= put_obj(d, "global_features", names_dict(GLOBAL, GLOBAL_SIZE));
+    rc |= put_obj(d, "entity_features", names_dict(ENTITY, ENTITY_WIDTH));
+    rc |= put_obj(d, "entity_groups", groups);
+    rc |= put_obj(d, "action_types", names_dict(ACTIONS, N_ACTION_TYPES));
+    rc |= put_obj(d, "keywords", names_dict(KEYWORDS, N_KEYWORDS));
+    rc |= put_obj(d, "triggers", names_dict(TRIGGERS, N_TRIGGERS));
+    rc |= put_obj(d, "ops", names_dict(OPS, N_OPS));
+    rc |= put_obj(d, "target_kinds", names_dict(TARGETS, N_TARGET_KINDS));
+    rc |= put_int(d, "first_automatic_target", TG_FIRST_AUTOMATIC);
+    rc |= put_obj(d, "card_types", names_dict(CARD_TYPES, N_CARD_TYPES));
+    rc |= put_obj(d, "card_field_index", names_dict(CARD_FIELD_NAMES, CARD_FIELDS));
+    rc |= put_obj(d, "phases", names_dict(PHASES, N_PHASES));
+    rc |= put_obj(d, "episode_fields", names_list(EPISODE));
+    rc |= put_obj(d, "position", pos);
+    if (rc) { Py_DECREF(d); return NULL; }
+    return d;
+}
+
+/* ---- Engine object ---------------------------------------------------------------------------- */
+enum { B_CARDS, B_DECKS, B_LEADERS, B_WEIGHTS, B_NAMES, B_OBS, B_REW, B_TERM, B_TRUNC, B_MASK, N_BUFS };
+
+typedef struct {
+    PyObject_HEAD
+    Env env;
+    Py_buffer bufs[N_BUFS];
+    int held;
+} EngineObject;
+
+static const char *BUF_NAMES[N_BUFS] = {"cards", "decks", "deck_leaders", "deck_weights", "card_names",
+                                        "observations", "rewards", "terminals", "truncations", "masks"};
+
+/* Takes a C-contiguous buffer and checks its byte size; the error names the argument. */
+static int take_buffer(EngineObject *self, int which, PyObject *obj, Py_ssize_t nbytes, int writable) {
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, &self->bufs[which], flags) < 0) {
+        PyErr_Format(PyExc_ValueError, "%s must be a %sC-contiguous buffer", BUF_NAMES[which], writable ? "writable " : "");
+        return -1;
+    }
+    self->held |= 1 << which;
+    if (self->bufs[which].len != nbytes) {
+        PyErr_Format(PyExc_ValueError, "%s has %zd bytes, expected %zd", BUF_NAMES[which], self->bufs[which].len, nbytes);
+        return -1;
+    }
+    return 0;
+}
+
+static void engine_dealloc(EngineObject *self) {
+    for (int i = 0; i < N_BUFS; i++) if (self->held & (1 << i)) PyBuffer_Release(&self->bufs[i]);
+    free(self->env.games);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
+    static char *kw[] = {"num_games", "n_cards", "n_decks", "cards", "decks", "deck_leaders", "deck_weights",
+                         "card_names", "observations", "rewards", "terminals", "truncations", "masks",
+                         "turn_cap", "shaping_coef", NULL};
+    int num_games, n_cards, n_decks, turn_cap;
+    float shaping;
+    PyObject *o[N_BUFS];
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiiOOOOOOOOOOif", kw, &num_games, &n_cards, &n_decks,
+            &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &turn_cap, &shaping))
+        return -1;
+    if (self->env.games) { PyErr_SetString(PyExc_RuntimeError, "Engine is already initialised"); return -1; }
+    if (num_games < 1 || n_cards < 1 || n_cards > MAX_CARDS || n_decks < 1 || turn_cap < 1) {
+        PyErr_Format(PyExc_ValueError, "need num_games >= 1 (got %d), 1 <= n_cards <= %d (got %d), n_decks >= 1 (got %d), turn_cap >= 1 (got %d)",
+                     num_games, MAX_CARDS, n_cards, n_decks, turn_cap);
+        return -1;
+    }
+    Py_ssize_t rows = 2 * (Py_ssize_t)num_games;
+    Py_ssize_t sizes[N_BUFS] = {4 * MAX_CARDS * CARD_FIELDS, 4 * (Py_ssize_t)n_decks * DECK_SIZE, 4 * n_decks,
+                                4 * 2 * n_decks, MAX_CARDS * CARD_NAME_LEN, 4 * rows * OBS_SIZE, 4 * rows, rows, rows, rows};
+    for (int i = 0; i < N_BUFS; i++)
+        if (take_buffer(self, i, o[i], sizes[i], i >= B_OBS) < 0) return -1;
+    Env *e = &self->env;
+    e->games = calloc((size_t)num_games, sizeof(Game));
+    if (!e->games) { PyErr_NoMemory(); return -1; }
+    e->num_games = num_games;
+    e->n_cards = n_cards;
+    e->n_decks = n_decks;
+    e->cards = self->bufs[B_CARDS].buf;
+    e->decks = self->bufs[B_DECKS].buf;
+    e->deck_leaders = self->bufs[B_LEADERS].buf;
+    e->deck_weights = self->bufs[B_WEIGHTS].buf;
+    e->card_names = self->bufs[B_NAMES].buf;
+    e->observations = self->bufs[B_OBS].buf;
+    e->rewards = self->bufs[B_REW].buf;
+    e->terminals = self->bufs[B_TERM].buf;
+    e->truncations = self->bufs[B_TRUNC].buf;
+    e->masks = self->bufs[B_MASK].buf;
+    e->turn_cap = turn_cap;
+    e->shaping_coef = shaping;
+    c_init(e);
+    return 0;
+}
+
+static int check_game(EngineObject *self, int i) {
+    if (!self->env.games) { PyErr_SetString(PyExc_RuntimeError, "Engine is not initialised"); return -1; }
+    if (i < 0 || i >= self->env.num_games) {
+        PyErr_Format(PyExc_IndexError, "game %d out of range [0, %d)", i, self->env.num_games);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *engine_reset(EngineObject *self, PyObject *args) {
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "K", &seed) || check_game(self, 0) < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    c_reset(&self->env, seed);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* step(actions) -> None, or (game, row, n_legal) when an active row's action is not legal
+ * (nothing moved in that case; the Python side raises with the details). */
+static PyObject *engine_step(EngineObject *self, PyObject *arg) {
+    if (check_game(self, 0) < 0) return NULL;
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Py_ssize_t need = 4 * 2 * (Py_ssize_t)self->env.num_games * ACTION_WIDTH;
+    if (b.len != need) {
+        PyBuffer_Release(&b);
+        return PyErr_Format(PyExc_ValueError, "actions has %zd bytes, expected %zd (int32 [%d, %d])", b.len, need,
+                            2 * self->env.num_games, ACTION_WIDTH);
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = c_step(&self->env, b.buf);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    if (rc == 0) Py_RETURN_NONE;
+    Env *e = &self->env;
+    return Py_BuildValue("(iii)", e->error_game, e->error_index, e->games[e->error_game].n_legal);
+}
+
+/* greedy(actions): writes the greedy bot's action into every active row of int32 [rows, 4]. */
+static PyObject *engine_greedy(EngineObject *self, PyObject *arg) {
+    if (check_game(self, 0) < 0) return NULL;
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
+    if (b.len != 4 * 2 * (Py_ssize_t)self->env.num_games * ACTION_WIDTH) {
+        PyBuffer_Release(&b);
+        return PyErr_Format(PyExc_ValueError, "greedy output must be int32 [%d, %d]", 2 * self->env.num_games, ACTION_WIDTH);
+    }
+    int32_t *out = b.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int i = 0; i < self->env.num_games; i++) {
+        const Game *g = &self->env.games[i];
+        const uint8_t *l = g->legal[greedy_choice(&self->env, g)];
+        int32_t *row = out + (size_t)(2 * i + g->decider) * ACTION_WIDTH;
+        for (int k = 0; k < ACTION_WIDTH; k++) row[k] = l[k];
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
+static PyObject *engine_set_deal(EngineObject *self, PyObject *args) {
+    int i, d0, d1, swapped;
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "iKiip", &i, &seed, &d0, &d1, &swapped) || check_game(self, i) < 0) return NULL;
+    if (d0 < 0 || d0 >= self->env.n_decks || d1 < 0 || d1 >= self->env.n_decks)
+        return PyErr_Format(PyExc_ValueError, "deck ids (%d, %d) out of range [0, %d)", d0, d1, self->env.n_decks);
+    c_set_deal(&self->env, i, seed, d0, d1, swapped);
+    Py_RETURN_NONE;
+}
+
+static PyObject *engine_render(EngineObject *self, PyObject *args) {
+    int i;
+    if (!PyArg_ParseTuple(args, "i", &i) || check_game(self, i) < 0) return NULL;
+    char buf[8192];
+    int n = render_game(&self->env, &self->env.games[i], buf, sizeof(buf));
+    return PyUnicode_FromStringAndSize(buf, n < (int)sizeof(buf) ? n : (int)sizeof(buf) - 1);
+}
+
+/* drain_episodes() -> bytes of the completed EpisodeStat records (int32 each), and the number
+ * dropped because the log was full. */
+static PyObject *engine_drain_episodes(EngineObject *self, PyObject *args) {
+    (void)args;
+    if (check_game(self, 0) < 0) return NULL;
+    Env *e = &self->env;
+    PyObject *out = Py_BuildValue("(y#i)", (const char *)e->episode_log,
+                                  (Py_ssize_t)(e->episode_log_count * sizeof(EpisodeStat)), e->episode_log_dropped);
+    e->episode_log_count = 0;
+    e->episode_log_dropped = 0;
+    return out;
+}
+
+static PyObject *engine_export_position(EngineObject *self, PyObject *args) {
+    int i;
+    if (!PyArg_ParseTuple(args, "i", &i) || check_game(self, i) < 0) return NULL;
+    int n = position_size();
+    int32_t buf[1024];
+    position_export(&self->env.games[i], buf);
+    PyObject *l = PyList_New(n);
+    for (int k = 0; l && k < n; k++) PyList_SET_ITEM(l, k, PyLong_FromLong(buf[k]));
+    return l;
+}
+
+static PyObject *engine_import_position(EngineObject *self, PyObject *args) {
+    int i;
+    PyObject *seq;
+    if (!PyArg_ParseTuple(args, "iO", &i, &seq) || check_game(self, i) < 0) return NULL;
+    int n = position_size();
+    PyObject *fast = PySequence_Fast(seq, "position must be a sequence of ints");
+    if (!fast) return NULL;
+    if (PySequence_Fast_GET_SIZE(fast) != n) {
+        Py_DECREF(fast);
+        return PyErr_Format(PyExc_ValueError, "position has %zd values, expected %d", PySequence_Fast_GET_SIZE(seq), n);
+    }
+    int32_t buf[1024];
+    for (int k = 0; k < n; k++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, k));
+        if (v == -1 && PyErr_Occurred()) { Py_DECREF(fast); return NULL; }
+        buf[k] = (int32_t)v;
+    }
+    Py_DECREF(fast);
+    Game copy = self->env.games[i];
+    int bad = position_import(&self->env, &copy, buf);
+    if (bad) return PyErr_Format(PyExc_ValueError, "position value near index %d is out of range", bad - 1);
+    self->env.games[i] = copy;
+    c_reopen_decision(&self->env, i);
+    Py_RETURN_NONE;
+}
+
+static PyObject *engine_set_shaping(EngineObject *self, PyObject *args) {
+    float coef;
+    if (!PyArg_ParseTuple(args, "f", &coef)) return NULL;
+    self->env.shaping_coef = coef;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef engine_methods[] = {
+    {"reset", (PyCFunction)engine_reset, METH_VARARGS, "reset(seed): start a fresh game in every slot"},
+    {"step", (PyCFunction)engine_step, METH_O, "step(actions int32[rows,4]) -> None or (game, row, n_legal)"},
+    {"greedy", (PyCFunction)engine_greedy, METH_O, "greedy(out int32[rows,4]): greedy bot actions for active rows"},
+    {"set_deal", (PyCFunction)engine_set_deal, METH_VARARGS, "set_deal(game, seed, deck0, deck1, swapped)"},
+    {"render", (PyCFunction)engine_render, METH_VARARGS, "render(game) -> str"},
+    {"drain_episodes", (PyCFunction)engine_drain_episodes, METH_NOARGS, "-> (bytes, dropped)"},
+    {"export_position", (PyCFunction)engine_export_position, METH_VARARGS, "export_position(game) -> list[int]"},
+    {"import_position", (PyCFunction)engine_import_position, METH_VARARGS, "import_position(game, list[int])"},
+    {"set_shaping", (PyCFunction)engine_set_shaping, METH_VARARGS, "set_shaping(coef)"},
+    {NULL, NULL, 0, NULL}};
+
+static PyTypeObject EngineType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "tcgleague.engine._tcg.Engine",
+    .tp_basicsize = sizeof(EngineObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)engine_init,
+    .tp_dealloc = (destructor)engine_dealloc,
+    .tp_methods = engine_methods,
+    .tp_doc = "Many Emberfront games stepped together into caller-owned buffers.",
+};
+
+static PyMethodDef module_methods[] = {
+    {"layout", py_layout, METH_NOARGS, "Every observation offset, size, head width and enum of the engine."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_tcg", "Emberfront C engine", -1, module_methods};
+
+PyMODINIT_FUNC PyInit__tcg(void) {
+    if (PyType_Ready(&EngineType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+    Py_INCREF(&EngineType);
+    if (PyModule_AddObject(m, "Engine", (PyObject *)&EngineType) < 0) { Py_DECREF(&EngineType); Py_DECREF(m); return NULL; }
+    return m;
+}

@@ -1,0 +1,90 @@
+/* Observation writer: one flat float32 row per seat, egocentric, hidden information hidden
+ * (the opponent's hand and both decks appear only as counts). Layout constants: tcg.h. */
+#include <string.h>
+#include "tcg.h"
+#include "rules_internal.h"
+
+/* Static features of every card id, so an entity row starts as one memcpy. */
+void build_card_obs(Env *env) {
+    memset(env->card_obs, 0, sizeof(env->card_obs));
+    for (int card = 1; card < env->n_cards; card++) {
+        const int32_t *c = card_row(env, card);
+        float *e = env->card_obs[card];
+        e[EF_PRESENT] = 1.0f;
+        e[EF_CARD] = (float)card;
+        e[EF_TYPE] = (float)c[CF_TYPE];
+        e[EF_COST] = (float)c[CF_COST];
+        e[EF_ATTACK] = (float)c[CF_ATTACK];
+        e[EF_HEALTH] = e[EF_MAX_HEALTH] = (float)c[CF_HEALTH];
+        for (int k = 0; k < N_KEYWORDS; k++) e[EF_KEYWORDS + k] = (float)((c[CF_KEYWORDS] >> k) & 1);
+    }
+}
+
+static void write_card_features(const Env *env, int card, float *e) {
+    memcpy(e, env->card_obs[card], sizeof(float) * ENTITY_WIDTH);
+}
+
+static void write_unit(const Env *env, Game *g, int seat, int slot, float *e) {
+    const Unit *u = unit_at(g, seat, slot);
+    if (!u->card) return;
+    write_card_features(env, u->card, e);
+    e[EF_ATTACK] = (float)unit_attack_value(u);
+    e[EF_HEALTH] = (float)u->health;
+    e[EF_MAX_HEALTH] = (float)u->max_health;
+    for (int k = 0; k < N_KEYWORDS; k++) e[EF_KEYWORDS + k] = (float)((u->keywords >> k) & 1);
+    e[EF_EXHAUSTED] = (float)u->exhausted;
+    e[EF_FROZEN] = (float)(u->frozen > 0);
+    e[EF_SICK] = (float)u->sick;
+    e[EF_SHIELD] = (float)u->shield;
+    e[EF_SILENCED] = (float)u->silenced;
+    e[EF_WEAPON_ATTACK] = (float)u->weapon_attack;
+    e[EF_WEAPON_DURABILITY] = (float)u->weapon_durability;
+    e[EF_TEMP_ATTACK] = (float)u->temp_attack;
+}
+
+void write_observation(const Env *env, const Game *cg, int viewer, float *obs) {
+    Game *g = (Game *)cg;  /* read-only use; the helpers take non-const pointers */
+    memset(obs, 0, sizeof(float) * OBS_SIZE);
+    const Player *me = &g->players[viewer], *opp = &g->players[1 - viewer];
+    float *gl = obs + OBS_GLOBAL_OFFSET;
+    gl[G_TURN] = (float)g->turn;
+    gl[G_MY_TURN] = (float)(g->active == viewer);
+    gl[G_PHASE_MULLIGAN + g->phase] = 1.0f;
+    gl[G_MY_ENERGY] = me->energy; gl[G_MY_MAX_ENERGY] = me->max_energy;
+    gl[G_OPP_ENERGY] = opp->energy; gl[G_OPP_MAX_ENERGY] = opp->max_energy;
+    gl[G_MY_SPARK] = me->spark; gl[G_OPP_SPARK] = opp->spark;
+    gl[G_MY_HAND] = me->hand_count; gl[G_OPP_HAND] = opp->hand_count;
+    gl[G_MY_DECK] = me->deck_count; gl[G_OPP_DECK] = opp->deck_count;
+    gl[G_MY_DISCARD] = me->discard_count; gl[G_OPP_DISCARD] = opp->discard_count;
+    gl[G_MY_FATIGUE] = me->fatigue; gl[G_OPP_FATIGUE] = opp->fatigue;
+    gl[G_SEAT] = (float)viewer;
+    gl[G_I_WENT_FIRST] = (float)(g->first_player == viewer);
+    gl[G_PENDING_CARD] = g->phase == PH_TARGET ? g->pending.card : 0;
+    gl[G_PENDING_OP] = g->phase == PH_TARGET ? g->pending.op : 0;
+    gl[G_PENDING_AMOUNT] = g->phase == PH_TARGET ? g->pending.amount : 0;
+    int in_attack = g->phase == PH_RESPONSE || (g->phase == PH_TARGET && g->pending.return_phase == PH_RESPONSE);
+    gl[G_ATTACKER_ENT] = in_attack ? loc_to_ent(viewer, g->attack_seat, g->attack_slot) : NONE_ENTITY;
+    gl[G_ATTACK_TARGET_ENT] = in_attack ? loc_to_ent(viewer, 1 - g->attack_seat, g->attack_target_slot) : NONE_ENTITY;
+    gl[G_MY_LEADER_ABILITY_USED] = me->units[LEADER_SLOT].ability_used;
+    gl[G_OPP_LEADER_ABILITY_USED] = opp->units[LEADER_SLOT].ability_used;
+    gl[G_TURNS_LEFT] = (float)(2 * env->turn_cap - g->turn);
+    gl[G_MY_DECK_ID] = me->deck_id; gl[G_OPP_DECK_ID] = opp->deck_id;
+
+    float *ent = obs + OBS_ENTITY_OFFSET;
+    for (int h = 0; h < me->hand_count; h++) {
+        float *e = ent + (ENT_MY_HAND + h) * ENTITY_WIDTH;
+        write_card_features(env, me->hand[h], e);
+    }
+    for (int s = 0; s < UNIT_SLOTS; s++) {
+        write_unit(env, g, viewer, s, ent + (ENT_MY_FRONT + s) * ENTITY_WIDTH);
+        write_unit(env, g, 1 - viewer, s, ent + (ENT_OPP_FRONT + s) * ENTITY_WIDTH);
+    }
+    if (viewer != g->decider) return;
+    float *legal = obs + OBS_LEGAL_OFFSET;
+    for (int i = 0; i < g->n_legal; i++) {
+        for (int k = 0; k < ACTION_WIDTH; k++) legal[i * ACTION_WIDTH + k] = g->legal[i][k];
+        int source = g->legal[i][1];  /* can_act: the entity is the source of a legal action */
+        if (source < N_ENTITIES) ent[source * ENTITY_WIDTH + EF_CAN_ACT] = 1.0f;
+    }
+    obs[OBS_LEGAL_COUNT_OFFSET] = (float)g->n_legal;
+}
