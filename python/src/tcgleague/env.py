@@ -14,6 +14,7 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pufferlib
+from pettingzoo import AECEnv
 
 from .engine import LAYOUT, Engine
 from .engine.cards import DEFAULT_CARDS, CardPool, deck_weights, load_card_pool
@@ -116,3 +117,103 @@ def episode_info(record: np.ndarray, deck_names: list[str]) -> dict:
     passes = values[n + _PASS] + values[n + len(ACTION_TYPES) + _PASS]
     info["noop_rate"] = passes / max(1, sum(values[n:]))
     return info
+
+
+class TCGAECEnv(AECEnv):
+    """One Emberfront game as a PettingZoo AEC env (turn-based: `agent_selection` is the seat
+    that decides now; the response window and target choices make turns alternate irregularly).
+
+    Observation: {"observation": the float32 row of `observation_space()` (layout: LAYOUT),
+    "action_mask": int8 [max_legal]}. Action: Discrete(max_legal), an INDEX into the legal
+    list held in the observation (entry i is the (type, a, b, c) tuple at
+    legal_offset + 4 i); the mask is 1 exactly for the first `legal count` indices of the
+    selected agent, all zeros for any other agent. An index outside the mask raises
+    IllegalActionError. `observe(agent)` is the observation from that agent's latest decision.
+
+    Game end: both agents get terminations (or truncations at the turn cap), the final
+    reward (+1 / -1, 0 for a draw, plus shaping if enabled) and the episode record as info
+    (`episode_info` keys); the engine's automatic next game is not entered: each agent keeps
+    the last observation it was given, its mask becomes all zeros, and agents leave after
+    stepping None. `reset()` starts the next game (seeded from the last explicit seed).
+    """
+
+    metadata = {"render_modes": ["ansi"], "name": "emberfront_v0", "is_parallelizable": False}
+
+    def __init__(self, render_mode: str | None = "ansi", seed: int = 0, **env_kwargs):
+        super().__init__()
+        self.render_mode = render_mode
+        self.possible_agents = ["player_0", "player_1"]
+        self.tcg = TCGEnv(num_games=1, seed=seed, **env_kwargs)
+        mask_space = gymnasium.spaces.Box(0, 1, shape=(LAYOUT["max_legal"],), dtype=np.int8)
+        space = gymnasium.spaces.Dict({"observation": observation_space(), "action_mask": mask_space})
+        self.observation_spaces = {a: space for a in self.possible_agents}
+        self.action_spaces = {a: gymnasium.spaces.Discrete(LAYOUT["max_legal"]) for a in self.possible_agents}
+        self._seeds = np.random.default_rng(seed)
+        self._obs = np.zeros((2, OBS_SIZE), dtype=np.float32)
+        self._actions = np.zeros((2, LAYOUT["action_width"]), dtype=np.int32)
+        self._over, self._final = False, ""
+
+    def observation_space(self, agent):
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent):
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._seeds = np.random.default_rng(seed)
+        self.tcg.reset(seed if seed is not None else int(self._seeds.integers(2**62)))
+        self.agents = self.possible_agents[:]
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: {} for a in self.agents}
+        self._obs[:] = self.tcg.observations
+        self._over, self._final = False, ""
+        self.agent_selection = self.possible_agents[self._decider()]
+
+    def _decider(self) -> int:
+        return int(np.flatnonzero(self.tcg.masks)[0])
+
+    def observe(self, agent):
+        seat = self.possible_agents.index(agent)
+        mask = np.zeros(LAYOUT["max_legal"], dtype=np.int8)
+        if not self._over and agent == self.agent_selection:
+            mask[: int(self._obs[seat, LAYOUT["legal_count_offset"]])] = 1
+        return {"observation": self._obs[seat].copy(), "action_mask": mask}
+
+    def step(self, action):
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            return self._was_dead_step(action)
+        seat = self.possible_agents.index(agent)
+        n_legal = int(self._obs[seat, LAYOUT["legal_count_offset"]])
+        if action is None or not 0 <= int(action) < n_legal:
+            raise IllegalActionError(f"{agent}: action index {action} is not legal; there are {n_legal} legal actions")
+        start = LAYOUT["legal_offset"] + LAYOUT["action_width"] * int(action)
+        self._actions[:] = 0
+        self._actions[seat] = self._obs[seat, start: start + LAYOUT["action_width"]]
+        self._cumulative_rewards[agent] = 0.0
+        _, rewards, terminals, truncations, infos = self.tcg.step(self._actions)
+        self.rewards = {a: float(rewards[i]) for i, a in enumerate(self.agents)}
+        if terminals.any() or truncations.any():
+            self._over = True
+            self.terminations = {a: bool(terminals[i]) for i, a in enumerate(self.agents)}
+            self.truncations = {a: bool(truncations[i]) for i, a in enumerate(self.agents)}
+            self.infos = {a: dict(infos[-1]) if infos else {} for a in self.agents}
+            outcome = ", ".join(f"{a} {rewards[i]:+g}" for i, a in enumerate(self.agents))
+            self._final = f"game over ({'truncated at the turn cap' if truncations.any() else 'decided'}): {outcome}\n"
+            self.agent_selection = self.possible_agents[1 - seat]
+        else:
+            decider = self._decider()
+            self._obs[decider] = self.tcg.observations[decider]
+            self.agent_selection = self.possible_agents[decider]
+        self._accumulate_rewards()
+
+    def render(self) -> str:
+        """The engine's omniscient text view of the game; once it is over, the result only."""
+        return self._final if self._over else self.tcg.render(0)
+
+    def close(self):
+        self.tcg.close()

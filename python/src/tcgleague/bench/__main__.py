@@ -1,4 +1,4 @@
-"""Entry point: python -m tcgleague.bench {engine} [options]."""
+"""Entry point: python -m tcgleague.bench {engine,train,compile} [options]."""
 from __future__ import annotations
 
 import argparse
@@ -6,9 +6,10 @@ import json
 import sys
 from pathlib import Path
 
-from . import engine
+from . import compile as compile_bench
+from . import engine, train
 
-BENCHES = {"engine": engine}
+BENCHES = {"engine": engine, "train": train, "compile": compile_bench}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +19,10 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name, help=module.__doc__.splitlines()[0])
         module.add_arguments(p)
         p.add_argument("--json", type=Path, help="write the figures to this JSON file")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not hasattr(BENCHES[args.bench], "ACCEPTS_OVERRIDES"):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.overrides = extra
     figures = BENCHES[args.bench].run(args)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ..bots import greedy_actions, random_actions
 from ..env import TCGEnv
+from .common import print_table
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,7 +81,6 @@ def deck_matrix(n_games: int, seed: int) -> tuple[list[str], np.ndarray]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    console = Console()
     dps = measure_speed(args.games, args.seconds, args.seed)
     health = random_health(args.health_games, args.seed)
     names, rates = deck_matrix(args.matrix_games, args.seed)
@@ -90,19 +90,18 @@ def run(args: argparse.Namespace) -> dict:
                                for i, a in enumerate(names)},
                "deck_matrix_min": float(off_diag.min()), "deck_matrix_max": float(off_diag.max()),
                "matrix_games_per_pair": args.matrix_games}
-    table = Table(title="Emberfront engine")
-    table.add_column("figure"); table.add_column("value"); table.add_column("target")
-    table.add_row("decisions/s (1 core, random-legal)", f"{dps:,.0f}", ">= 500,000")
-    table.add_row("natural end rate", f"{health['natural_end_rate']:.3f}", ">= 0.95")
-    table.add_row("median decisions / game", f"{health['median_decisions']:.0f}", "40-200")
-    table.add_row("first-player win rate (random)", f"{health['first_player_winrate']:.3f}", "0.40-0.60")
-    table.add_row("deck matrix min / max (greedy)", f"{off_diag.min():.2f} / {off_diag.max():.2f}", "0.30-0.70")
-    console.print(table)
+    print_table("Emberfront engine", [
+        ("decisions/s (1 core, random-legal)", f"{dps:,.0f}", ">= 500,000"),
+        ("natural end rate", f"{health['natural_end_rate']:.3f}", ">= 0.95"),
+        ("median decisions / game", f"{health['median_decisions']:.0f}", "40-200"),
+        ("first-player win rate (random)", f"{health['first_player_winrate']:.3f}", "0.40-0.60"),
+        ("deck matrix min / max (greedy)", f"{off_diag.min():.2f} / {off_diag.max():.2f}", "0.30-0.70"),
+    ])
     matrix = Table(title="greedy win rate, row deck vs column deck")
     matrix.add_column("")
     for n in names:
         matrix.add_column(n)
     for i, a in enumerate(names):
         matrix.add_row(a, *["-" if i == j else f"{rates[i, j]:.2f}" for j in range(len(names))])
-    console.print(matrix)
+    Console().print(matrix)
     return figures

@@ -117,7 +117,10 @@ static void mulligan(const Env *env, Game *g, int d) {
 static void equip(const Env *env, Game *g, const Pending *e, int tseat, int tslot) {
     Unit *u = unit_at(g, tseat, tslot);
     Player *p = &g->players[tseat];
-    if (u->weapon_card && p->discard_count < MAX_DISCARD) p->discard[p->discard_count++] = u->weapon_card;
+    if (u->weapon_card) {  /* the replaced weapon is discarded; the count goes on past the array */
+        if (p->discard_count < MAX_DISCARD) p->discard[p->discard_count] = u->weapon_card;
+        p->discard_count++;
+    }
     const int32_t *c = card_row(env, e->card);
     u->weapon_card = e->card;
     u->weapon_attack = (int16_t)c[CF_ATTACK];
@@ -166,13 +169,14 @@ static void choose_target(const Env *env, Game *g, int tseat, int tslot) {
 }
 
 /* Moves past decisions that are not real choices: a response window whose only option is
- * PASS resolves the combat; a response window whose attacker is gone closes. */
+ * PASS resolves the combat; a response window whose attacker is gone (removed, frozen, or
+ * replaced in its slot by a unit that is not exhausted, see resolve_combat) closes. */
 static void settle(const Env *env, Game *g) {
     for (int guard = 0; guard < 64 && g->result == RESULT_NONE; guard++) {
         game_compute_legal(env, g);
         if (g->phase != PH_RESPONSE) return;
         const Unit *a = unit_at(g, g->attack_seat, g->attack_slot);
-        if (a->card && !a->frozen && g->n_legal > 1) return;
+        if (a->card && a->exhausted && !a->frozen && g->n_legal > 1) return;
         resolve_combat(env, g);
     }
 }

@@ -61,10 +61,11 @@ static PyObject *py_layout(PyObject *self, PyObject *args) {
         "friendly_unit", "attacker", "self", "my_leader", "enemy_leader", "random_enemy_unit", "all_friendly_units"};
     static const char *CARD_TYPES[] = {"none", "unit", "spell", "weapon", "leader"};
     static const char *CARD_FIELD_NAMES[] = {"type", "faction", "cost", "attack", "health", "keywords", "trigger",
-        "op", "amount", "amount2", "target", "ability_cost", "token", "durability", "max_target_cost", "reserved"};
+        "op", "amount", "amount2", "target", "ability_cost", "token", "durability", "max_target_cost", "is_token"};
     static const char *ENTITY_GROUPS[] = {"my_hand", "my_front", "my_back", "my_leader", "opp_front", "opp_back", "opp_leader"};
     static const char *PHASES[] = {"mulligan", "main", "response", "target"};
-    static const char *EPISODE[] = {"winner", "first_player", "decisions", "turns", "truncated", "deck0", "deck1"};
+    static const char *EPISODE[] = {"winner", "first_player", "decisions", "turns", "truncated", "deck0", "deck1",
+        NULL};  /* NULL-terminated: names_list() walks to the terminator */
     _Static_assert(sizeof(GLOBAL) / sizeof(*GLOBAL) == GLOBAL_SIZE, "global names");
     _Static_assert(sizeof(ENTITY) / sizeof(*ENTITY) == ENTITY_WIDTH, "entity names");
     _Static_assert(sizeof(ACTIONS) / sizeof(*ACTIONS) == N_ACTION_TYPES, "action names");
@@ -73,7 +74,7 @@ static PyObject *py_layout(PyObject *self, PyObject *args) {
     _Static_assert(sizeof(OPS) / sizeof(*OPS) == N_OPS, "op names");
     _Static_assert(sizeof(TARGETS) / sizeof(*TARGETS) == N_TARGET_KINDS, "target names");
     _Static_assert(sizeof(CARD_FIELD_NAMES) / sizeof(*CARD_FIELD_NAMES) == CARD_FIELDS, "card field names");
-    _Static_assert(sizeof(EPISODE) / sizeof(*EPISODE) + 2 * N_ACTION_TYPES == sizeof(EpisodeStat) / 4, "episode fields");
+    _Static_assert(sizeof(EPISODE) / sizeof(*EPISODE) - 1 + 2 * N_ACTION_TYPES == sizeof(EpisodeStat) / 4, "episode fields");
     static const int GROUP_START[] = {ENT_MY_HAND, ENT_MY_FRONT, ENT_MY_BACK, ENT_MY_LEADER, ENT_OPP_FRONT,
         ENT_OPP_BACK, ENT_OPP_LEADER};
 
@@ -322,9 +323,10 @@ static PyObject *engine_import_position(EngineObject *self, PyObject *args) {
     int n = position_size();
     PyObject *fast = PySequence_Fast(seq, "position must be a sequence of ints");
     if (!fast) return NULL;
-    if (PySequence_Fast_GET_SIZE(fast) != n) {
+    Py_ssize_t got = PySequence_Fast_GET_SIZE(fast);  /* of `fast`: `seq` may be neither list nor tuple */
+    if (got != n) {
         Py_DECREF(fast);
-        return PyErr_Format(PyExc_ValueError, "position has %zd values, expected %d", PySequence_Fast_GET_SIZE(seq), n);
+        return PyErr_Format(PyExc_ValueError, "position has %zd values, expected %d", got, n);
     }
     int32_t buf[1024];
     for (int k = 0; k < n; k++) {

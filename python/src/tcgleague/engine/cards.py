@@ -79,6 +79,7 @@ def _card_row(card: dict, factions: list[str]) -> np.ndarray:
     row[fields["attack"]] = int(card.get("attack", 0))
     row[fields["health"]] = int(card.get("health", 0))
     row[fields["durability"]] = int(card.get("durability", 0))
+    row[fields["is_token"]] = int(bool(card.get("token", False)))
     mask = 0
     for kw in card.get("keywords", []):
         if kw not in LAYOUT["keywords"]:

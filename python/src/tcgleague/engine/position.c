@@ -58,7 +58,9 @@ int position_import(const Env *env, Game *g, const int32_t *in) {
     CHECK(g->phase >= 0 && g->phase < N_PHASES && (g->decider & ~1) == 0 && (g->active & ~1) == 0);
     CHECK(g->attack_slot >= 0 && g->attack_slot < UNIT_SLOTS && g->attack_target_slot >= 0 && g->attack_target_slot < UNIT_SLOTS && (g->attack_seat & ~1) == 0);
     PENDING_FIELDS(IN_PE)
-    CHECK(!bad_card(env, g->pending.card) && (g->pending.seat & ~1) == 0);
+    /* return_phase becomes the phase once the target is chosen */
+    CHECK(!bad_card(env, g->pending.card) && (g->pending.seat & ~1) == 0 && g->pending.return_phase >= 0 &&
+          g->pending.return_phase < N_PHASES);
     for (int seat = 0; seat < 2; seat++) {
         Player *p = &g->players[seat];
         PLAYER_FIELDS(IN_P)

@@ -76,11 +76,13 @@ void remove_hand_card(Player *p, int idx) {
     p->hand[--p->hand_count] = 0;
 }
 
-static void return_to_hand(Game *g, int seat, int slot) {
+/* A returned token ceases to exist; a card goes back to hand (or the discard when full). */
+static void return_to_hand(const Env *env, Game *g, int seat, int slot) {
     Player *p = &g->players[seat];
     Unit *u = unit_at(g, seat, slot);
-    if (p->hand_count < MAX_HAND) p->hand[p->hand_count++] = u->card;
-    else add_discard(p, u->card);
+    int token = card_row(env, u->card)[CF_IS_TOKEN];
+    if (!token && p->hand_count < MAX_HAND) p->hand[p->hand_count++] = u->card;
+    else if (!token) add_discard(p, u->card);
     if (u->weapon_card) add_discard(p, u->weapon_card);
     memset(u, 0, sizeof(*u));
 }
@@ -156,7 +158,7 @@ void apply_effect(const Env *env, Game *g, int seat, const Pending *e, int tseat
         break;
     }
     case OP_DISCARD_RANDOM: discard_random(g, 1 - seat, e->amount); break;
-    case OP_RETURN_TO_HAND: if (tslot != LEADER_SLOT) return_to_hand(g, tseat, tslot); break;
+    case OP_RETURN_TO_HAND: if (tslot != LEADER_SLOT) return_to_hand(env, g, tseat, tslot); break;
     case OP_SILENCE:
         if (tslot == LEADER_SLOT) break;
         t->keywords = 0; t->shield = 0; t->silenced = 1; t->frozen = 0; t->temp_attack = 0;
@@ -298,7 +300,9 @@ void resolve_combat(const Env *env, Game *g) {
     Unit *a = unit_at(g, as, aslot), *d = unit_at(g, ds, dslot);
     g->phase = PH_MAIN;
     g->decider = g->active;
-    if (!a->card || !d->card || a->frozen) return;  /* removed or frozen in response: fizzles */
+    /* Removed or frozen in response: fizzles. Attacking exhausted the attacker, so a unit that
+     * is not exhausted in its slot is a newcomer (e.g. a token its death summoned). */
+    if (!a->card || !a->exhausted || !d->card || a->frozen) return;
     int dmg_a = unit_attack_value(a), dmg_d = dslot == LEADER_SLOT ? 0 : unit_attack_value(d);
     spend_weapon(&g->players[as], a);
     deal_damage(env, g, ds, dslot, dmg_a, as, aslot);

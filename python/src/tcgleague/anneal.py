@@ -1,0 +1,87 @@
+"""Linear anneals keyed on `global_step` (SPEC §6 Anneals).
+
+Three anneals exist: `subaction_temperature` and `smoothing_eps` (keys in [policy]) and
+`ent_coef` (keys in [train]), each configured by `<name>_initial`, `<name>_final`,
+`<name>_anneal_start_frac`, `<name>_anneal_end_frac` and optional absolute
+`<name>_anneal_start_step` / `<name>_anneal_end_step` (which override the matching frac).
+
+The trainer evaluates them at the start of every epoch at the current `global_step` (restored
+exactly on resume). When a run resumes weights without restoring the optimizer/global_step,
+pass the checkpoint's step as `step_offset` so the anneals continue where they were.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from .config import ANNEALS
+
+# Metric names under which each anneal's value is logged.
+METRIC_NAMES = {
+    "subaction_temperature": "sampler/subaction_temperature",
+    "smoothing_eps": "sampler/smoothing_eps",
+    "ent_coef": "anneal/ent_coef",
+}
+
+
+@dataclass
+class LinearAnneal:
+    initial: float
+    final: float
+    start_frac: float = 0.0
+    end_frac: float = 1.0
+    start_step: Optional[int] = None
+    end_step: Optional[int] = None
+
+    def bounds(self, total_timesteps: int) -> tuple[float, float]:
+        """(start, end) in steps: an absolute *_step overrides the matching *_frac."""
+        start = self.start_step if self.start_step is not None else self.start_frac * total_timesteps
+        end = self.end_step if self.end_step is not None else self.end_frac * total_timesteps
+        if end < start:
+            raise ValueError(
+                f"anneal end ({end:g}) precedes its start ({start:g}) "
+                f"with total_timesteps = {total_timesteps}"
+            )
+        return float(start), float(end)
+
+    def value(self, global_step: int, total_timesteps: int, step_offset: int = 0) -> float:
+        """initial before the start, final from the end on, linear in between.
+
+        With start == end the value steps from initial to final at that step.
+        """
+        if self.initial == self.final:
+            return float(self.initial)
+        step = global_step + step_offset
+        start, end = self.bounds(total_timesteps)
+        if step >= end:
+            return float(self.final)
+        if step <= start:
+            return float(self.initial)
+        t = (step - start) / (end - start)
+        return float(self.initial + (self.final - self.initial) * t)
+
+
+def anneals_from_config(cfg: Any) -> dict[str, LinearAnneal]:
+    """{"subaction_temperature", "smoothing_eps", "ent_coef"} -> LinearAnneal from a Config."""
+    out: dict[str, LinearAnneal] = {}
+    for name, section in ANNEALS.items():
+        sec = getattr(cfg, section)
+        out[name] = LinearAnneal(
+            initial=getattr(sec, f"{name}_initial"),
+            final=getattr(sec, f"{name}_final"),
+            start_frac=getattr(sec, f"{name}_anneal_start_frac"),
+            end_frac=getattr(sec, f"{name}_anneal_end_frac"),
+            start_step=getattr(sec, f"{name}_anneal_start_step"),
+            end_step=getattr(sec, f"{name}_anneal_end_step"),
+        )
+    return out
+
+
+def anneal_values(
+    anneals: dict[str, LinearAnneal], global_step: int, total: int, offset: int = 0
+) -> dict[str, float]:
+    """{"sampler/subaction_temperature": .., "sampler/smoothing_eps": .., "anneal/ent_coef": ..}."""
+    return {
+        METRIC_NAMES.get(name, f"anneal/{name}"): anneal.value(global_step, total, offset)
+        for name, anneal in anneals.items()
+    }

@@ -1,0 +1,167 @@
+"""Autoregressive masked action sampling over the engine's legal action list.
+
+An action is a tuple (type, a, b, c). It is chosen stage by stage; each stage is restricted to
+the values that appear in legal tuples consistent with the choices already made (tuple index <
+count), so an illegal tuple can never be produced.
+
+Stage distribution (T = primary_temperature at the type stage, subaction_temperature at a/b/c):
+    p = softmax(masked_logits / T)
+    a/b/c only:  p = (1 - eps) * p + eps * uniform over the stage's legal values
+logprob = sum over stages of log p(chosen value); entropy = sum of the entropies of the stage
+distributions actually sampled from (given the chosen prefix). Rows with count 0 (padding, or an
+inactive seat) give action zeros, logprob 0 and entropy 0, never NaN.
+
+The sampling parameters live in a float tensor [3] = (primary_temperature,
+subaction_temperature, smoothing_eps), so changing them never recompiles compiled code. PPO passes
+the exact per-step tensor ([B, 3]) the rollout used to `log_prob_entropy`.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+PARAM_NAMES = ("primary_temperature", "subaction_temperature", "smoothing_eps")
+_NEG = -1e9   # masked logit: exp underflows to exactly 0, but finite (no NaN in gradients)
+
+
+def _check_temperature(name: str, value) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(v) or not v > 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return v
+
+
+def _check_eps(value) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"smoothing_eps must be a number in [0, 1), got {value!r}") from None
+    if isinstance(value, bool) or not (0.0 <= v < 1.0):
+        raise ValueError(f"smoothing_eps must be in [0, 1), got {value!r}")
+    return v
+
+
+def _stage_mask(values: torch.Tensor, consistent: torch.Tensor, n: int) -> torch.Tensor:
+    """values [B, L] long, consistent [B, L] bool -> [B, n] bool: values present in consistent tuples."""
+    z = torch.zeros(values.shape[0], n, dtype=torch.float32, device=values.device)
+    return z.scatter_add_(1, values.clamp(0, n - 1), consistent.to(torch.float32)) > 0
+
+
+def _stage_logp(logits: torch.Tensor, mask: torch.Tensor, temperature: torch.Tensor,
+                eps: torch.Tensor | None) -> torch.Tensor:
+    """log p of the stage distribution [B, n]; illegal values get ~-1e9 (p exactly 0)."""
+    z = torch.where(mask, logits.float() / temperature[:, None], torch.full_like(logits, _NEG, dtype=torch.float32))
+    logp = torch.log_softmax(z, -1)
+    if eps is None:
+        return logp
+    n_legal = mask.sum(-1, keepdim=True).clamp(min=1).to(logp.dtype)
+    e = eps[:, None]
+    log_uniform = torch.where(mask, torch.log(e) - torch.log(n_legal), torch.full_like(logp, _NEG))
+    # logaddexp(log((1-eps) p), log(eps / n)); log(0) = -inf when eps = 0 leaves logp unchanged.
+    return torch.logaddexp(torch.log1p(-e) + logp, log_uniform)
+
+
+def _entropy(logp: torch.Tensor) -> torch.Tensor:
+    return -(logp.exp() * logp).sum(-1)
+
+
+class TCGSampler:
+    """Masked autoregressive sampler with runtime-settable temperatures and smoothing."""
+
+    def __init__(self, primary_temperature: float = 1.0, subaction_temperature: float = 1.0,
+                 smoothing_eps: float = 0.0):
+        self._params = torch.zeros(3, dtype=torch.float32)
+        self._params[:] = torch.tensor([1.0, 1.0, 0.0])
+        self.set_sampling_params(primary_temperature, subaction_temperature, smoothing_eps)
+
+    # ------------------------------------------------------------------ parameters
+    def set_sampling_params(self, primary_temperature=None, subaction_temperature=None, smoothing_eps=None) -> None:
+        new = self._params.clone()
+        if primary_temperature is not None:
+            new[0] = _check_temperature("primary_temperature", primary_temperature)
+        if subaction_temperature is not None:
+            new[1] = _check_temperature("subaction_temperature", subaction_temperature)
+        if smoothing_eps is not None:
+            new[2] = _check_eps(smoothing_eps)
+        self._params.copy_(new)   # in place: compiled code holding the tensor sees the new values
+
+    def get_sampling_params(self) -> dict:
+        return dict(zip(PARAM_NAMES, (float(v) for v in self._params.tolist())))
+
+    def params_tensor(self, device=None) -> torch.Tensor:
+        """A copy of the current parameters as a float32 tensor [3] (store it per step for PPO)."""
+        return self._params.clone() if device is None else self._params.to(device, copy=True)
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, policy, out, ent, legal, count, params=None, generator=None, argmax: bool = False):
+        """-> (actions [..., 4] long, logprob [...], entropy [...]). Call under torch.no_grad() in rollouts."""
+        return self._run(policy, out, ent, legal, count, params, None, generator, argmax)
+
+    def greedy(self, policy, out, ent, legal, count, params=None):
+        """Argmax at every stage (evaluation)."""
+        return self._run(policy, out, ent, legal, count, params, None, None, True)
+
+    def log_prob_entropy(self, policy, out, ent, legal, count, actions, params=None):
+        """(logprob [...], entropy [...]) of the given actions [..., 4] under the same math as `sample`."""
+        _, logprob, entropy = self._run(policy, out, ent, legal, count, params, actions, None, False)
+        return logprob, entropy
+
+    def _run(self, policy, out, ent, legal, count, params, actions, generator, argmax):
+        lead = out.shape[:-1]
+        out = out.reshape(-1, out.shape[-1])
+        B = out.shape[0]
+        ent = ent.reshape(B, *ent.shape[-2:])
+        legal = legal.reshape(B, *legal.shape[-2:]).long()
+        count = count.reshape(B).long()
+        if params is None:
+            params = self._params
+        params = params.to(device=out.device, dtype=torch.float32)
+        params = params.reshape(-1, 3).expand(B, 3) if params.numel() == 3 else params.reshape(B, 3)
+        t_primary, t_sub, eps = params[:, 0], params[:, 1], params[:, 2]
+        if actions is not None:
+            actions = actions.reshape(B, 4).long()
+
+        L = legal.shape[1]
+        row_ok = count > 0                                                    # [B]
+        consistent = torch.arange(L, device=out.device)[None, :] < count[:, None]
+        sizes = (policy.n_action_types, policy.n_a, policy.n_b, policy.n_c)
+        logprob = torch.zeros(B, device=out.device)
+        entropy = torch.zeros(B, device=out.device)
+        chosen: list[torch.Tensor] = []
+        for k in range(4):
+            if k == 0:
+                logits = policy.type_logits(out)
+            elif k == 1:
+                logits = policy.a_logits(out, ent, chosen[0])
+            elif k == 2:
+                logits = policy.b_logits(out, ent, chosen[0], chosen[1])
+            else:
+                logits = policy.c_logits(out, ent, chosen[0], chosen[1], chosen[2])
+            values = legal[:, :, k]
+            mask = _stage_mask(values, consistent, sizes[k])
+            mask = mask | ~row_ok[:, None]          # padded rows: any value, results zeroed below
+            logp = _stage_logp(logits, mask, t_primary if k == 0 else t_sub, None if k == 0 else eps)
+            if actions is not None:
+                choice = actions[:, k]
+            elif argmax:
+                choice = torch.where(mask, logp, torch.full_like(logp, -math.inf)).argmax(-1)
+            else:
+                u = torch.rand(logp.shape, generator=generator, device=logp.device) if generator is not None \
+                    else torch.rand_like(logp)
+                gumbel = -torch.log(-torch.log(u.clamp(1e-20, 1.0 - 1e-7)))
+                choice = torch.where(mask, logp + gumbel, torch.full_like(logp, -math.inf)).argmax(-1)
+            choice = torch.where(row_ok, choice, torch.zeros_like(choice))
+            logprob = logprob + logp.gather(1, choice[:, None]).squeeze(1)
+            entropy = entropy + _entropy(logp)
+            consistent = consistent & (values == choice[:, None])
+            chosen.append(choice)
+
+        acts = torch.stack(chosen, -1)
+        zero = torch.zeros_like(logprob)
+        logprob = torch.where(row_ok, logprob, zero)
+        entropy = torch.where(row_ok, entropy, zero)
+        return acts.reshape(*lead, 4), logprob.reshape(lead), entropy.reshape(lead)

@@ -1,0 +1,143 @@
+"""The PPO loss and the update loop around it, optionally torch.compile'd.
+
+The loss takes raw tensors of fixed shape [minibatch segments, horizon, ...]; minibatches are
+copied into pre-allocated tensors with `index_select(out=)`, each step is marked with
+`cudagraph_mark_step_begin()`, gradients are zeroed in place, and per-minibatch statistics
+stay on the device until the epoch ends (seed 003: what reduce-overhead needs to replay one
+CUDA graph instead of re-recording).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from .engine import LAYOUT
+from .rollout import Batch
+
+LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_count_offset"])
+COUNT = LAYOUT["legal_count_offset"]
+STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev")
+MINIBATCH_FIELDS = ("obs", "actions", "logprob", "value", "advantage", "ret", "boundary", "state_h", "state_c")
+
+
+def unroll(policy: nn.Module, obs: torch.Tensor, boundary: torch.Tensor, state_h: torch.Tensor,
+           state_c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Runs the LSTM over [M, T] steps; at a boundary the state restarts from the stored one
+    (the state the rollout used there), so training replays the rollout exactly."""
+    m, t = obs.shape[:2]
+    x, ent = policy.encode(obs.reshape(m * t, -1))
+    x = x.reshape(m, t, -1)
+    h, c = state_h[:, 0], state_c[:, 0]
+    outs = []
+    for k in range(t):
+        b = boundary[:, k, None]
+        h = b * state_h[:, k] + (1.0 - b) * h
+        c = b * state_c[:, k] + (1.0 - b) * c
+        out, (h, c) = policy.step(x[:, k], (h, c))
+        outs.append(out)
+    return torch.stack(outs, 1).reshape(m * t, -1), ent
+
+
+class PPOLoss(nn.Module):
+    """Clipped policy and value losses with an entropy bonus. `params` are the sampler
+    parameters the rollout used; `coefs` = (clip, vf_coef, vf_clip, ent_coef) as a tensor so
+    annealing a coefficient never triggers a recompile."""
+
+    def __init__(self, policy: nn.Module, sampler):
+        super().__init__()
+        self.policy = policy
+        self.sampler = sampler
+
+    def forward(self, obs, actions, logprob, value, advantage, ret, boundary, state_h, state_c, params, coefs):
+        out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
+        flat = obs.reshape(out.shape[0], -1)
+        legal = flat[:, LEGAL].reshape(out.shape[0], -1, 4).long()
+        count = flat[:, COUNT].long()
+        new_logprob, entropy = self.sampler.log_prob_entropy(
+            self.policy, out, ent, legal, count, actions.reshape(-1, 4), params)
+        new_value = self.policy.value(out)
+        old_logprob, old_value = logprob.reshape(-1), value.reshape(-1)
+        adv, ret = advantage.reshape(-1), ret.reshape(-1)
+        clip, vf_coef, vf_clip, ent_coef = coefs[0], coefs[1], coefs[2], coefs[3]
+        log_ratio = new_logprob - old_logprob
+        ratio = log_ratio.exp()
+        pg_loss = torch.maximum(-adv * ratio, -adv * ratio.clamp(1.0 - clip, 1.0 + clip)).mean()
+        v_clipped = old_value + (new_value - old_value).clamp(-vf_clip, vf_clip)
+        v_loss = 0.5 * torch.maximum((new_value - ret) ** 2, (v_clipped - ret) ** 2).mean()
+        ent_mean = entropy.mean()
+        loss = pg_loss + vf_coef * v_loss - ent_coef * ent_mean
+        with torch.no_grad():
+            approx_kl = ((ratio - 1.0) - log_ratio).mean()
+            clipfrac = ((ratio - 1.0).abs() > clip).float().mean()
+            stats = torch.stack([pg_loss, v_loss, ent_mean, approx_kl, clipfrac, (ratio - 1.0).abs().max()])
+        return loss, stats
+
+
+@dataclass
+class UpdateSettings:
+    minibatch_segments: int
+    update_epochs: int
+    max_grad_norm: float
+    norm_adv: bool
+    compile: bool
+    compile_mode: str
+
+
+class PPOUpdater:
+    """Owns the (optionally compiled) loss, the pre-allocated minibatch tensors and the
+    optimizer step. One `update(batch)` call per epoch; statistics are read once at its end."""
+
+    def __init__(self, policy: nn.Module, sampler, optimizer: torch.optim.Optimizer, settings: UpdateSettings,
+                 horizon: int, obs_size: int, hidden_size: int, device: torch.device):
+        self.policy, self.optimizer, self.settings = policy, optimizer, settings
+        self.loss = PPOLoss(policy, sampler)
+        self.loss_fn = torch.compile(self.loss, mode=settings.compile_mode) if settings.compile else self.loss
+        m, t = settings.minibatch_segments, horizon
+        shapes = {"obs": (m, t, obs_size), "actions": (m, t, 4), "logprob": (m, t), "value": (m, t),
+                  "advantage": (m, t), "ret": (m, t), "boundary": (m, t), "state_h": (m, t, hidden_size),
+                  "state_c": (m, t, hidden_size)}
+        self.minibatch = {k: torch.zeros(s, device=device, dtype=torch.long if k == "actions" else torch.float32)
+                          for k, s in shapes.items()}
+        self._warm_gradients()
+
+    def _warm_gradients(self) -> None:
+        """Allocate every .grad once so their addresses never change (CUDA-graph friendly)."""
+        for p in self.policy.parameters():
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+
+    def _fill(self, batch: Batch, index: torch.Tensor) -> None:
+        for name in MINIBATCH_FIELDS:
+            torch.index_select(getattr(batch, name), 0, index, out=self.minibatch[name])
+
+    def update(self, batch: Batch, params: torch.Tensor, coefs: torch.Tensor, generator: torch.Generator) -> dict:
+        s = self.settings
+        if s.norm_adv:
+            adv = batch.advantage
+            batch.advantage = (adv - adv.mean()) / (adv.std() + 1e-8)
+        segments = batch.obs.shape[0]
+        n_mb = segments // s.minibatch_segments
+        totals = torch.zeros(len(STAT_NAMES))
+        first_ratio_dev = None
+        params_list = list(self.policy.parameters())
+        for _ in range(s.update_epochs):
+            order = torch.randperm(segments, generator=generator)
+            for k in range(n_mb):
+                self._fill(batch, order[k * s.minibatch_segments:(k + 1) * s.minibatch_segments])
+                if s.compile:
+                    torch.compiler.cudagraph_mark_step_begin()
+                loss, stats = self.loss_fn(**self.minibatch, params=params, coefs=coefs)
+                self.optimizer.zero_grad(set_to_none=False)
+                loss.backward()
+                nn.utils.clip_grad_norm_(params_list, s.max_grad_norm)
+                self.optimizer.step()
+                stats = stats.detach().clone()
+                totals += stats
+                if first_ratio_dev is None:
+                    first_ratio_dev = stats[-1]
+        totals /= max(1, n_mb * s.update_epochs)
+        out = {f"losses/{name}": float(v) for name, v in zip(STAT_NAMES, totals.tolist())}
+        out["losses/first_minibatch_ratio_dev"] = float(first_ratio_dev) if first_ratio_dev is not None else 0.0
+        return out

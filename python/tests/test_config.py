@@ -1,0 +1,260 @@
+from pathlib import Path
+
+import pytest
+
+from tcgleague.config import (
+    SECTIONS,
+    Config,
+    ConfigError,
+    TrainConfig,
+    load_config,
+    parse_overrides,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = ROOT / "configs"
+
+
+def write_ini(tmp_path, text: str) -> Path:
+    p = tmp_path / "c.ini"
+    p.write_text(text)
+    return p
+
+
+def test_defaults_load():
+    cfg = load_config(None, [])
+    assert isinstance(cfg, Config)
+    assert cfg.train.batch_size == 32768 and cfg.train.minibatch_size == 4096
+    assert cfg.train.compile is False and cfg.train.norm_adv is True
+    assert cfg.train.compile_mode == "reduce-overhead"
+    assert cfg.policy.subaction_temperature_anneal_start_step is None
+    assert cfg.base.device == "cpu" and cfg.vec.backend == "native"
+    assert cfg.league.enable is False and cfg.wandb.mode == "auto"
+    d = cfg.to_dict()
+    assert set(d) == set(SECTIONS) == {"base", "env", "vec", "policy", "train", "league", "wandb"}
+    assert d["train"]["learning_rate"] == 3e-4
+
+
+def test_default_ini_loads_and_names_every_section():
+    cfg = load_config(CONFIGS / "default.ini", [])
+    text = (CONFIGS / "default.ini").read_text()
+    for section in SECTIONS:
+        assert f"[{section}]" in text
+    assert cfg.train.checkpoint_interval_unit == "epochs"
+
+
+def test_smoke_ini_loads():
+    cfg = load_config(CONFIGS / "smoke.ini", [])
+    assert cfg.env.num_games == 16
+    assert (cfg.train.batch_size, cfg.train.minibatch_size, cfg.train.bptt_horizon) == (512, 256, 16)
+    assert cfg.train.total_timesteps == 2048
+    assert cfg.policy.hidden_size == 32
+    assert (cfg.train.eval_games, cfg.train.eval_interval, cfg.train.checkpoint_interval) == (32, 2, 2)
+    assert cfg.train.dashboard is False
+
+
+def test_file_values_and_overrides_take_precedence(tmp_path):
+    p = write_ini(tmp_path, "[train]\nlearning_rate = 1e-2\nupdate-epochs = 3  # comment\n")
+    cfg = load_config(p, ["--train.learning-rate", "1e-3"])
+    assert cfg.train.learning_rate == pytest.approx(1e-3)
+    assert cfg.train.update_epochs == 3
+    cfg = load_config(p, ["--train.learning_rate=5e-4", "--train.total-timesteps", "1e6"])
+    assert cfg.train.learning_rate == pytest.approx(5e-4)
+    assert cfg.train.total_timesteps == 1_000_000 and isinstance(cfg.train.total_timesteps, int)
+
+
+def test_unknown_key_in_file(tmp_path):
+    p = write_ini(tmp_path, "[train]\nlearnig_rate = 1e-3\n")
+    with pytest.raises(ConfigError) as ei:
+        load_config(p, [])
+    msg = str(ei.value)
+    assert "[train] learnig_rate" in msg
+    assert "did you mean 'learning_rate'" in msg
+    assert "minibatch_size" in msg  # lists the section's keys
+
+
+def test_unknown_section_in_file(tmp_path):
+    p = write_ini(tmp_path, "[trian]\nlearning_rate = 1e-3\n")
+    with pytest.raises(ConfigError) as ei:
+        load_config(p, [])
+    assert "[trian] learning_rate" in str(ei.value)
+    assert "[train]" in str(ei.value)
+
+
+def test_unknown_key_on_cli():
+    with pytest.raises(ConfigError) as ei:
+        load_config(None, ["--train.minibatch-sise", "256"])
+    msg = str(ei.value)
+    assert "[train] minibatch_sise" in msg and "did you mean 'minibatch_size'" in msg
+    with pytest.raises(ConfigError) as ei:
+        load_config(None, ["--policy.hiden_size=64"])
+    assert "[policy] hiden_size" in str(ei.value) and "hidden_size" in str(ei.value)
+    with pytest.raises(ConfigError, match=r"\[polcy\] hidden_size"):
+        load_config(None, ["--polcy.hidden_size", "64"])
+
+
+def test_malformed_cli_tokens():
+    with pytest.raises(ConfigError, match="unexpected"):
+        load_config(None, ["train.compile", "true"])
+    with pytest.raises(ConfigError, match=r"\[train\] batch_size.*needs a value"):
+        load_config(None, ["--train.batch-size"])
+
+
+def test_batch_not_divisible_by_minibatch():
+    with pytest.raises(ConfigError) as ei:
+        load_config(None, ["--train.batch_size", "1000", "--train.minibatch_size", "300",
+                           "--train.bptt_horizon", "10"])
+    msg = str(ei.value)
+    assert "batch_size" in msg and "minibatch_size" in msg
+    assert "e.g. minibatch_size = " in msg
+
+
+def test_minibatch_not_divisible_by_horizon():
+    with pytest.raises(ConfigError) as ei:
+        load_config(None, ["--train.batch_size", "4096", "--train.minibatch_size", "1024",
+                           "--train.bptt_horizon", "48"])
+    msg = str(ei.value)
+    assert "[train] bptt_horizon" in msg and "minibatch_size" in msg
+    assert "e.g." in msg
+
+
+def test_suggested_minibatch_is_valid():
+    with pytest.raises(ConfigError) as ei:
+        load_config(None, ["--train.batch_size=512", "--train.minibatch_size=200"])
+    msg = str(ei.value)
+    sugg = int(msg.split("e.g. minibatch_size = ")[1].split(")")[0])
+    cfg = load_config(None, ["--train.batch_size=512", f"--train.minibatch_size={sugg}"])
+    assert cfg.train.minibatch_size == sugg
+
+
+@pytest.mark.parametrize(
+    "tokens, expected",
+    [
+        (["--train.compile", "False"], False),
+        (["--train.compile", "True"], True),
+        (["--train.compile", "0"], False),
+        (["--train.compile", "yes"], True),
+        (["--train.compile=OFF"], False),
+        (["--train.compile=on"], True),
+        (["--train.compile"], True),  # bare flag
+        (["--train.compile", "--train.dashboard", "false"], True),
+    ],
+)
+def test_bool_overrides(tokens, expected):
+    assert load_config(None, tokens).train.compile is expected
+
+
+def test_bool_in_file(tmp_path):
+    p = write_ini(tmp_path, "[train]\ncompile = No\ndashboard = FALSE\nnorm_adv = 1\n")
+    cfg = load_config(p, [])
+    assert cfg.train.compile is False and cfg.train.dashboard is False and cfg.train.norm_adv is True
+
+
+def test_bad_bool_errors():
+    with pytest.raises(ConfigError, match=r"\[train\] compile.*boolean"):
+        load_config(None, ["--train.compile", "maybe"])
+
+
+def test_bare_section_enables():
+    assert load_config(None, ["--wandb"]).wandb.enable is True
+    assert parse_overrides(["--league"]) == [("league", "enable", "true")]
+
+
+def test_optional_ints(tmp_path):
+    cfg = load_config(None, ["--policy.smoothing_eps_anneal_end_step", "5000"])
+    assert cfg.policy.smoothing_eps_anneal_end_step == 5000
+    for none in ("none", "None", "", "null"):
+        cfg = load_config(None, [f"--train.ent_coef_anneal_start_step={none}"])
+        assert cfg.train.ent_coef_anneal_start_step is None
+    p = write_ini(tmp_path, "[policy]\nsubaction_temperature_anneal_start_step =\n"
+                            "subaction_temperature_anneal_end_step = 10_000\n")
+    cfg = load_config(p, [])
+    assert cfg.policy.subaction_temperature_anneal_start_step is None
+    assert cfg.policy.subaction_temperature_anneal_end_step == 10_000
+    with pytest.raises(ConfigError, match=r"\[policy\] smoothing_eps_anneal_end_step"):
+        load_config(None, ["--policy.smoothing_eps_anneal_end_step", "soon"])
+
+
+def test_type_errors_name_key(tmp_path):
+    with pytest.raises(ConfigError, match=r"\[train\] batch_size.*integer"):
+        load_config(None, ["--train.batch_size", "big"])
+    with pytest.raises(ConfigError, match=r"\[train\] batch_size.*integer"):
+        load_config(None, ["--train.batch_size", "512.5"])
+    with pytest.raises(ConfigError, match=r"\[train\] learning_rate.*number"):
+        load_config(None, ["--train.learning_rate", "fast"])
+    p = write_ini(tmp_path, "[env]\nnum_games = lots\n")
+    with pytest.raises(ConfigError, match=r"\[env\] num_games"):
+        load_config(p, [])
+    # Non-optional ints do not accept none.
+    with pytest.raises(ConfigError, match=r"\[train\] update_epochs"):
+        load_config(None, ["--train.update_epochs", "none"])
+
+
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("--train.gamma=0", "[train] gamma"),
+        ("--train.gamma=1.01", "[train] gamma"),
+        ("--train.gae_lambda=1.5", "[train] gae_lambda"),
+        ("--train.learning_rate=0", "[train] learning_rate"),
+        ("--train.clip_coef=0", "[train] clip_coef"),
+        ("--train.compile_mode=fast", "[train] compile_mode"),
+        ("--vec.backend=ray", "[vec] backend"),
+        ("--env.num_games=0", "[env] num_games"),
+        ("--train.checkpoint_interval=0", "[train] checkpoint_interval"),
+        ("--train.checkpoint_interval_unit=hours", "[train] checkpoint_interval_unit"),
+        ("--train.max_checkpoints=0", "[train] max_checkpoints"),
+        ("--train.bptt_horizon=0", "[train] bptt_horizon"),
+        ("--policy.smoothing_eps_initial=1.0", "[policy] smoothing_eps_initial"),
+        ("--policy.subaction_temperature_final=0", "[policy] subaction_temperature_final"),
+        ("--policy.primary_temperature=-1", "[policy] primary_temperature"),
+        ("--train.ent_coef_anneal_end_frac=1.5", "[train] ent_coef_anneal_end_frac"),
+        ("--base.device=gpu", "[base] device"),
+        ("--wandb.mode=sometimes", "[wandb] mode"),
+        ("--train.lr_schedule=step", "[train] lr_schedule"),
+    ],
+)
+def test_validation_names_key(override, key):
+    with pytest.raises(ConfigError) as ei:
+        load_config(None, [override])
+    assert key in str(ei.value)
+
+
+def test_anneal_order_validated():
+    with pytest.raises(ConfigError, match=r"\[policy\] smoothing_eps_anneal_start_frac"):
+        load_config(None, ["--policy.smoothing_eps_anneal_start_frac=0.8",
+                           "--policy.smoothing_eps_anneal_end_frac=0.2"])
+    with pytest.raises(ConfigError, match=r"\[train\] ent_coef_anneal_start_step"):
+        load_config(None, ["--train.ent_coef_anneal_start_step=2000",
+                           "--train.ent_coef_anneal_end_step=1000"])
+    # An absolute start past the frac-resolved end (end_frac * total_timesteps).
+    with pytest.raises(ConfigError, match=r"ent_coef_anneal_start_step"):
+        load_config(None, ["--train.total_timesteps=1000", "--train.ent_coef_anneal_start_step=5000"])
+    cfg = load_config(None, ["--train.ent_coef_anneal_start_step=1000",
+                             "--train.ent_coef_anneal_end_step=1000"])  # a step change is fine
+    assert cfg.train.ent_coef_anneal_end_step == 1000
+
+
+def test_valid_devices():
+    for dev in ("cpu", "cuda", "cuda:1"):
+        assert load_config(None, [f"--base.device={dev}"]).base.device == dev
+
+
+def test_ini_round_trip_and_from_dict(tmp_path):
+    cfg = load_config(CONFIGS / "smoke.ini", ["--policy.smoothing_eps_anneal_end_step=100",
+                                              "--wandb.tags=a,b"])
+    p = tmp_path / "resolved.ini"
+    p.write_text(cfg.to_ini())
+    assert load_config(p, []) == cfg
+    assert Config.from_dict(cfg.to_dict()) == cfg
+    assert cfg.wandb.tag_list() == ["a", "b"]
+
+
+def test_adding_a_key_is_one_line():
+    # Keys come from the dataclass fields: the loader knows every field of every section.
+    import dataclasses
+
+    assert SECTIONS["train"] is TrainConfig
+    for name in (f.name for f in dataclasses.fields(TrainConfig)):
+        assert hasattr(load_config(None, [f"--train.{name.replace('_', '-')}="
+                                          f"{getattr(TrainConfig(), name)}"]).train, name)
