@@ -3,7 +3,6 @@ terminals and rewards, episode infos, vector backends, the PettingZoo adapter, r
 card-data validation."""
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import re
@@ -475,9 +474,21 @@ def test_render_mentions_both_leaders():
 def test_greedy_bot_returns_legal_actions():
     env = TCGEnv(num_games=8, seed=2)
     env.reset()
-    out = np.zeros((16, W), dtype=np.int32)
     for _ in range(100):
-        env.step(greedy_actions(env, out))  # would raise IllegalActionError
+        env.step(greedy_actions(env))  # would raise IllegalActionError
+
+
+def test_greedy_bot_on_a_subset_of_rows_matches_the_full_search():
+    env = TCGEnv(num_games=8, seed=3)
+    env.reset()
+    for _ in range(30):
+        full = greedy_actions(env)
+        active = np.flatnonzero(env.masks)
+        some = active[::3]
+        assert np.array_equal(greedy_actions(env, some), full[some])
+        env.step(full)
+    with pytest.raises(IndexError, match="out of range"):
+        greedy_actions(env, np.array([16]))
 
 
 # ---- card data validation ----------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 import io
 import json
-import struct
 from types import SimpleNamespace
 
 import pytest
 
 from tcgleague.config import WandbConfig
 from tcgleague.logger import Dashboard, RunLogger, resolve_wandb_mode
+from wandb_records import read_wandb_records
 
 
 @pytest.fixture
@@ -74,39 +74,6 @@ def test_wandb_mode_resolution(no_wandb_key, monkeypatch, tmp_path):
     assert resolve_wandb_mode("auto") == "online"
     with pytest.raises(ValueError):
         resolve_wandb_mode("sometimes")
-
-
-def read_wandb_records(path):
-    """Records of a W&B transaction log (`run-<id>.wandb`, LevelDB log framing)."""
-    from wandb.proto import wandb_internal_pb2 as pb
-
-    data = path.read_bytes()
-    assert data[:4] == b":W&B"
-    block, hdr, pos, pending, out = 32768, 7, 7, b"", []
-    while pos + hdr <= len(data):
-        if block - pos % block < hdr:
-            pos += block - pos % block
-            continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + hdr])
-        pos += hdr
-        if kind == 0:
-            pos += (block - pos % block) % block
-            continue
-        chunk, pos = data[pos:pos + length], pos + length
-        if kind == 1:
-            out.append(chunk)
-        elif kind == 2:
-            pending = chunk
-        elif kind == 3:
-            pending += chunk
-        elif kind == 4:
-            out.append(pending + chunk)
-    records = []
-    for raw in out:
-        rec = pb.Record()
-        rec.ParseFromString(raw)
-        records.append(rec)
-    return records
 
 
 def test_offline_wandb_run(no_wandb_key, tmp_path):

@@ -1,5 +1,4 @@
 """TCGPolicy: config round trip, shapes, NONE row, forward_sequence == step-by-step, torch.compile."""
-import numpy as np
 import pytest
 import torch
 

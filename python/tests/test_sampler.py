@@ -397,6 +397,7 @@ def test_sampler_traces_as_one_graph_and_params_do_not_recompile(real):
         assert_legal(actions, legal, count)
         c_ppo(out, ent, legal, count, actions, sampler.params_tensor())
         g0, want0 = c_default(out, ent, legal, count), sampler.greedy(policy, out, ent, legal, count)
+        torch.testing.assert_close(g0[0], want0[0])
         n = len(graphs)
         assert n == 3
         sampler.set_sampling_params(0.3, 2.0, 0.4)

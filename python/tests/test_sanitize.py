@@ -48,15 +48,20 @@ DRIVER = textwrap.dedent("""
     # 2. greedy bot in both seats, then greedy vs random, short turn cap (truncations)
     env = TCGEnv(num_games=64, seed=2, turn_cap=8)
     obs, _ = env.reset()
-    out = np.zeros((env.num_agents, 4), dtype=np.int32)
     for step in range(300):
-        actions = greedy_actions(env, out).copy() if step % 2 else random_actions(obs, rng)
+        if step % 2:
+            actions = greedy_actions(env)
+        else:  # random, with greedy searching a subset of the games
+            actions = random_actions(obs, rng)
+            some = np.flatnonzero(env.masks)[::2]
+            actions[some] = greedy_actions(env, some)
         env.step(actions)
         decisions += env.num_games
     # 3. explicit deals, position round trips, a refused step, rendering every game
     for game in range(env.num_games):
         env.set_deal(game, 1000 + game, game % len(env.pool.deck_names), (game * 7) % len(env.pool.deck_names), bool(game % 2))
         env.engine.import_position(game, env.engine.export_position(game))
+    env.engine.set_state(env.engine.get_state())
         env.render(game)
     bad = random_actions(obs, rng)
     bad[np.flatnonzero(env.masks)[0]] = [3, 0, 0, 0]

@@ -29,12 +29,16 @@ def random_actions(obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return actions
 
 
-def greedy_actions(env, out: np.ndarray | None = None) -> np.ndarray:
-    """The greedy bot's action for every active row of a TCGEnv (other rows untouched)."""
-    if out is None:
-        out = np.zeros((env.num_agents, _WIDTH), dtype=np.int32)
-    env.engine.greedy(out)
-    return out
+def greedy_actions(env, rows: np.ndarray | None = None) -> np.ndarray:
+    """The greedy bot's actions: for `rows` (env row ids) an int32 [len(rows), 4] array, only
+    those games searched; without `rows`, int32 [num_agents, 4] with every active row filled."""
+    out = np.zeros((env.num_agents, _WIDTH), dtype=np.int32)
+    if rows is None:
+        env.engine.greedy(out)
+        return out
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    env.engine.greedy(out, rows)
+    return out[rows]
 
 
 BOTS = {"random": "random_actions", "greedy": "greedy_actions"}

@@ -1,67 +1,250 @@
-"""Checkpoint files: `experiments/<run>/model_<run_name>_<epoch:06d>.pt` plus a JSON sidecar,
-written atomically (temp file, fsync, rename) so a crash never leaves a half-written file
-where a complete one is expected; `max_checkpoints` retention keeps the newest."""
+"""Checkpoint files: `experiments/<run_name>_<run_id>/model_<run_name>_<epoch:06d>.pt` plus a
+JSON sidecar, written atomically (temp file, fsync, rename) so a crash never leaves a
+half-written file where a complete one is expected; `max_checkpoints` retention keeps the newest.
+
+A checkpoint is a plain `torch.save` dict (readable with `torch.load(path, weights_only=True)`):
+
+    format, format_version     "tcgleague-checkpoint", 1
+    policy, policy_config      weights (uncompiled keys) and PolicyConfig.to_dict()
+    optimizer, scheduler       Adam and LR-scheduler state
+    global_step, epoch         where training stood
+    anneal_offset, anneal      anneal step offset and the values in force (sampler/..., anneal/...)
+    sampling_params            the sampler's parameters when saved
+    rng                        python random, numpy global, torch CPU, the trainer's Generator
+    run_state                  engine state of every game, env buffers, per-row LSTM state,
+                               episode-start flags (resume.py: exact continuation)
+    metrics, health            last epoch's metrics; rollout entropy and noop rate (health probe)
+    league                     league manager state + running matchups (None without a league)
+    normalizer                 None: there is no observation or reward normaliser (observations
+                               are scaled by fixed constants inside the policy)
+    fingerprint                fingerprint.py: source hashes, layout/action-space/config hashes,
+                               versions
+    config, run_name, resumed_from
+
+Integrity: torch's zip container stores a CRC-32 per member; `load_checkpoint` verifies them
+(torch.load alone silently returns corrupted tensors) before unpickling anything.
+
+A legacy checkpoint (no `format`, written before fingerprints) loads with a warning - nothing can
+be verified - and is refused under strict.
+
+`load_checkpoint` is THE load-and-validate path: train.py's resume and evaluate_checkpoint both
+call it, so they accept and refuse exactly the same files with the same messages.
+"""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from .atomic import atomic_write
 
+from .fingerprint import (action_space_hash, changed_sources, compute_fingerprint, obs_layout_hash, short,
+                          source_hashes, versions)
+from .policy.tcg_policy import PolicyConfig, TCGPolicy
+
+FORMAT = "tcgleague-checkpoint"
+FORMAT_VERSION = 1
+REQUIRED_KEYS = ("policy", "policy_config", "global_step", "epoch", "fingerprint")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint cannot be used: missing, unreadable, corrupted or incompatible. The message
+    names the file and what is wrong."""
+
+
+# ---- files --------------------------------------------------------------------------------
 def atomic_write_bytes(path: Path, write) -> None:
     """Writes via `write(fileobj)` into a temp file beside `path`, fsyncs, then renames."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, write)
 
 
 def checkpoint_path(run_dir: Path, run_name: str, epoch: int) -> Path:
     return Path(run_dir) / f"model_{run_name}_{epoch:06d}.pt"
 
 
-def uncompiled_state_dict(module: torch.nn.Module) -> dict:
-    """State dict with torch.compile's `_orig_mod.` prefixes removed."""
-    return {k.replace("_orig_mod.", ""): v for k, v in module.state_dict().items()}
-
-
-def save_checkpoint(trainer, max_checkpoints: int) -> Path:
-    cfg = trainer.cfg
-    path = checkpoint_path(trainer.run_dir, cfg.base.run_name, trainer.epoch)
-    state = {
-        "policy": uncompiled_state_dict(trainer.policy),
-        "policy_config": trainer.policy_config.to_dict(),
-        "optimizer": trainer.optimizer.state_dict(),
-        "scheduler": trainer.scheduler.state_dict(),
-        "global_step": trainer.global_step,
-        "epoch": trainer.epoch,
-        "sampling_params": trainer.sampler.get_sampling_params(),
-        "config": cfg.to_dict(),
-        "metrics": trainer.last_metrics,
-    }
-    atomic_write_bytes(path, lambda f: torch.save(state, f))
-    sidecar = {k: state[k] for k in ("global_step", "epoch", "sampling_params", "policy_config", "metrics")}
-    sidecar["file"] = path.name
-    atomic_write_bytes(path.with_suffix(".json"), lambda f: f.write(json.dumps(sidecar, indent=2).encode()))
-    prune_checkpoints(trainer.run_dir, cfg.base.run_name, max_checkpoints)
-    return path
+def _epoch_of(path: Path) -> int:
+    return int(path.stem.rsplit("_", 1)[1])
 
 
 def list_checkpoints(run_dir: Path, run_name: str) -> list[Path]:
-    return sorted(Path(run_dir).glob(f"model_{run_name}_[0-9][0-9][0-9][0-9][0-9][0-9].pt"))
+    """Complete checkpoints of one run directory, oldest first (by epoch, then mtime)."""
+    found = Path(run_dir).glob(f"model_{run_name}_[0-9][0-9][0-9][0-9][0-9][0-9].pt")
+    return sorted(found, key=lambda p: (_epoch_of(p), p.stat().st_mtime))
 
 
 def prune_checkpoints(run_dir: Path, run_name: str, keep: int) -> None:
     for old in list_checkpoints(run_dir, run_name)[:-keep]:
         old.unlink(missing_ok=True)
         old.with_suffix(".json").unlink(missing_ok=True)
+
+
+def latest_checkpoint(experiments_dir: Path, run_name: str) -> Path:
+    """The newest checkpoint of `run_name` under `experiments_dir` (every `<run_name>_<id>`
+    run directory): newest by modification time, then by epoch. Raises CheckpointError if none."""
+    found = []
+    for run_dir in Path(experiments_dir).glob(f"{run_name}_*"):
+        if run_dir.is_dir():
+            found.extend(list_checkpoints(run_dir, run_name))
+    if not found:
+        raise CheckpointError(f"--resume-checkpoint latest: no checkpoint model_{run_name}_NNNNNN.pt under "
+                              f"{experiments_dir}/{run_name}_*/ (run_name {run_name!r})")
+    return max(found, key=lambda p: (p.stat().st_mtime_ns, _epoch_of(p)))
+
+
+def resolve_checkpoint(spec: str, experiments_dir: Path, run_name: str) -> Path:
+    """`PATH` or `latest` -> a checkpoint path (existence is checked by load_checkpoint)."""
+    return latest_checkpoint(experiments_dir, run_name) if spec == "latest" else Path(spec)
+
+
+def unwrap(module: torch.nn.Module) -> torch.nn.Module:
+    """The module itself when torch.compile wrapped it (OptimizedModule._orig_mod)."""
+    return getattr(module, "_orig_mod", module)
+
+
+def uncompiled_state_dict(module: torch.nn.Module) -> dict:
+    """State dict with torch.compile's `_orig_mod.` prefixes removed (wherever they occur)."""
+    return {k.replace("_orig_mod.", ""): v for k, v in module.state_dict().items()}
+
+
+# ---- saving -------------------------------------------------------------------------------
+def save_checkpoint(trainer, max_checkpoints: int) -> Path:
+    """Writes the trainer's full state (resume.capture_state) and its sidecar, then prunes."""
+    from .resume import capture_state  # resume imports this module
+    cfg = trainer.cfg
+    path = checkpoint_path(trainer.run_dir, cfg.base.run_name, trainer.epoch)
+    state = capture_state(trainer)
+    state.update(format=FORMAT, format_version=FORMAT_VERSION, run_name=cfg.base.run_name,
+                 fingerprint=compute_fingerprint(cfg.to_dict()), created=time.time())
+    atomic_write_bytes(path, lambda f: torch.save(state, f))
+    sidecar = {k: state.get(k) for k in ("run_name", "epoch", "global_step", "anneal_offset", "anneal",
+                                         "sampling_params", "policy_config", "health", "metrics", "fingerprint",
+                                         "resumed_from", "league", "normalizer", "created")}
+    sidecar.update(file=path.name, bytes=path.stat().st_size, format=FORMAT, format_version=FORMAT_VERSION)
+    atomic_write_bytes(path.with_suffix(".json"),
+                       lambda f: f.write(json.dumps(sidecar, indent=2, default=str).encode()))
+    prune_checkpoints(trainer.run_dir, cfg.base.run_name, max_checkpoints)
+    return path
+
+
+# ---- loading and validation ------------------------------------------------------------------
+@dataclass
+class LoadedCheckpoint:
+    path: Path
+    state: dict
+    policy_config: PolicyConfig
+    policy: TCGPolicy
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def global_step(self) -> int:
+        return int(self.state["global_step"])
+
+    @property
+    def anneal_step(self) -> int:
+        """The step the anneals stood at (global_step plus the run's own anneal offset)."""
+        return int(self.state["global_step"]) + int(self.state.get("anneal_offset") or 0)
+
+
+def _read(path: Path) -> dict:
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError) as err:
+        raise CheckpointError(f"checkpoint {path} is truncated or corrupted (not a complete torch zip archive: "
+                              f"{err})") from None
+    if bad is not None:
+        raise CheckpointError(f"checkpoint {path} is corrupted: CRC mismatch in member {bad!r}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # noqa: BLE001 - any unpickling failure means an unusable file
+        raise CheckpointError(f"checkpoint {path} cannot be read ({type(err).__name__}: {err})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {path} is not a tcgleague checkpoint (it holds a {type(state).__name__})")
+    if state.get("format") != FORMAT:
+        if all(k in state for k in REQUIRED_KEYS if k != "fingerprint") and "format" not in state:
+            state["fingerprint"] = None  # legacy: written before checkpoints carried fingerprints
+            return state
+        raise CheckpointError(f"checkpoint {path} is not a tcgleague checkpoint (format {state.get('format')!r}, "
+                              f"expected {FORMAT!r})")
+    if int(state.get("format_version", 0)) > FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {path} has format version {state['format_version']}; this code reads "
+                              f"up to {FORMAT_VERSION}")
+    missing = [k for k in REQUIRED_KEYS if k not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint {path} is incomplete: missing {', '.join(missing)}")
+    return state
+
+
+def architecture_differences(stored: dict, expected: dict) -> list[str]:
+    return [f"{k} {stored.get(k)!r} vs {expected.get(k)!r}" for k in sorted(set(stored) | set(expected))
+            if stored.get(k) != expected.get(k)]
+
+
+def load_checkpoint(path, policy_config: PolicyConfig | None = None, strict: bool = False,
+                    log=print) -> LoadedCheckpoint:
+    """Reads, verifies and validates a checkpoint, and builds its policy with the weights.
+
+    - unreadable, truncated or corrupted file: CheckpointError naming the file;
+    - observation layout or action space differs from the code's: refused, saying what differs;
+    - `policy_config` given (resume: the run's architecture) and different from the stored one:
+      refused, naming each field ("architecture differs: hidden_size 32 vs 128"); when None
+      (evaluation) the stored architecture is used, but its card count must match the code's;
+    - behaviour-defining source changed: a warning naming the files, or with `strict`
+      (--resume-strict) a refusal naming them.
+    """
+    path = Path(path)
+    state = _read(path)
+    loaded_warnings, notes = [], []
+    fp = state["fingerprint"] or {}
+    if state["fingerprint"] is None:
+        if strict:
+            raise CheckpointError(f"checkpoint {path}: refusing under --resume-strict: it has no fingerprint (written "
+                                  "before checkpoints carried one), so its layout and sources cannot be verified")
+        msg = (f"WARNING: checkpoint {path} has no fingerprint (written before checkpoints carried one): its "
+               "observation layout and sources cannot be verified, and it holds no run state to resume exactly")
+        loaded_warnings.append(msg)
+        log(msg)
+    where = f"checkpoint {path} is incompatible with this code"
+    for key, current, what in (("obs_layout_hash", obs_layout_hash(), "observation layout hash"),
+                               ("action_space_hash", action_space_hash(), "action space hash")):
+        if fp and fp.get(key) != current:
+            raise CheckpointError(f"{where}: {what} differs: checkpoint {short(fp.get(key))}, code {short(current)}")
+    stored_arch = dict(state["policy_config"])
+    if policy_config is None:
+        from .engine.cards import load_card_pool
+        expected = dict(stored_arch, n_cards=load_card_pool().n_cards)
+        label = "(checkpoint vs the code's card pool)"
+    else:
+        expected = policy_config.to_dict()
+        label = "(checkpoint vs this run's config)"
+    diffs = architecture_differences(stored_arch, expected)
+    if diffs:
+        raise CheckpointError(f"{where}: architecture differs: {'; '.join(diffs)} {label}")
+    changed = changed_sources(fp.get("source_hashes") or {}, source_hashes()) if fp else []
+    if changed:
+        if strict:
+            raise CheckpointError(f"checkpoint {path}: refusing under --resume-strict: behaviour-defining source "
+                                  f"changed since it was written: {', '.join(changed)}")
+        msg = (f"WARNING: checkpoint {path}: behaviour-defining source changed since it was written: "
+               f"{', '.join(changed)} (the policy may not behave as it did; --resume-strict refuses this)")
+        loaded_warnings.append(msg)
+        log(msg)
+    stored_versions, now = fp.get("versions") or {}, versions()
+    for name in sorted(set(stored_versions) | set(now)) if fp else ():
+        if stored_versions.get(name) != now.get(name):
+            notes.append(f"{name} version {stored_versions.get(name)} in the checkpoint, {now.get(name)} here")
+    try:
+        arch = PolicyConfig.from_dict(stored_arch)
+        with torch.random.fork_rng(devices=[]):  # building a policy must not move the global RNG
+            policy = TCGPolicy(arch)
+        policy.load_state_dict(state["policy"], strict=True)
+    except (RuntimeError, ValueError, TypeError) as err:
+        raise CheckpointError(f"checkpoint {path}: weights do not fit the architecture: {err}") from None
+    return LoadedCheckpoint(path, state, arch, policy, loaded_warnings, notes)

@@ -51,7 +51,7 @@ class BaseConfig:
 class EnvConfig:
     num_games: int = 1024
     turn_cap: int = 30
-    reward_shaping: float = 0.0
+    reward_shaping: float = 0.2
     deck_pool: str = ""  # "" = uniform starter decks; else a JSON path
 
 
@@ -84,12 +84,12 @@ class PolicyConfig:
 
 @dataclass
 class TrainConfig:
-    total_timesteps: int = 10_000_000
-    batch_size: int = 32768
-    minibatch_size: int = 4096
+    total_timesteps: int = 8_000_000
+    batch_size: int = 16384
+    minibatch_size: int = 2048
     bptt_horizon: int = 16
     update_epochs: int = 1
-    learning_rate: float = 3e-4
+    learning_rate: float = 6e-4
     lr_schedule: str = "linear"  # linear | cosine | constant
     gamma: float = 0.99
     gae_lambda: float = 0.95
@@ -110,14 +110,31 @@ class TrainConfig:
     checkpoint_interval: int = 50
     checkpoint_interval_unit: str = "epochs"  # epochs | steps
     max_checkpoints: int = 5
-    eval_interval: int = 25  # epochs; 0 = off
+    eval_interval: int = 60  # epochs; 0 = off
     eval_games: int = 512
     dashboard: bool = True
 
 
 @dataclass
 class LeagueConfig:
+    """[league]: opponent pool, matchmaking, evaluation and promotion (SPEC 7, "League")."""
     enable: bool = False
+    activate_after_steps: int = 0      # global steps of pure self-play before the league starts
+    latest_ratio: float = 0.8          # share of games vs the latest self (OpenAI Five's 80/20)
+    bot_ratio: float = 0.1             # share vs scripted bots, split between random and greedy
+    pfsp_weighting: str = "squared"    # squared | variance | linear | uniform
+    checkpoint_add_interval: int = 10  # epochs between ingesting the learner as a candidate
+    pool_size: int = 8                 # frozen members kept (champion included)
+    keep_recent: int = 3               # newest members always kept
+    keep_old: int = 2                  # oldest members always kept
+    eval_games: int = 64               # games per evaluation match
+    promotion_min_games: int = 64      # games vs the champion needed before a promotion
+    promotion_min_winrate: float = 0.55  # Wilson lower bound vs the champion must clear this
+    promotion_z: float = 1.96          # z of that Wilson interval
+    baseline_min_winrate: float = 0.6  # win rate vs the greedy baseline a candidate needs
+    payoff_decay: float = 0.99         # payoff counts are multiplied by this on every update
+    rating: str = "openskill"          # rating system (OpenSkill Plackett-Luce)
+    opponent_batch: int = 256          # max rows per frozen-member forward (padded buckets)
 
 
 @dataclass
@@ -148,6 +165,8 @@ VEC_BACKENDS = ("native", "serial", "multiprocessing")
 LR_SCHEDULES = ("linear", "cosine", "constant")
 CHECKPOINT_UNITS = ("epochs", "steps")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
+PFSP_WEIGHTINGS = ("squared", "variance", "linear", "uniform")
+RATINGS = ("openskill",)
 ANNEALS = {  # anneal name -> section holding its keys
     "subaction_temperature": "policy",
     "smoothing_eps": "policy",
@@ -522,6 +541,35 @@ def _validate(cfg: Config) -> None:
             check(False, section, key,
                   f"anneal start ({start:g}) is after its end ({end:g}) with [train] "
                   f"total_timesteps = {t.total_timesteps}; set {ss} <= {es} (e.g. {ss} = 0)")
+
+    # [league] (checked even when disabled, so a bad value never waits for --league to surface)
+    lg = cfg.league
+    check(lg.activate_after_steps >= 0, "league", "activate_after_steps",
+          "must be >= 0 (0 = league from the start; e.g. 5_000_000)")
+    for key in ("latest_ratio", "bot_ratio"):
+        check(0 <= getattr(lg, key) <= 1, "league", key, "must be in [0, 1] (e.g. 0.8)")
+    if 0 <= lg.latest_ratio <= 1 and 0 <= lg.bot_ratio <= 1:
+        check(lg.latest_ratio + lg.bot_ratio <= 1 + 1e-9, "league", "bot_ratio",
+              f"latest_ratio + bot_ratio must be <= 1 (the rest is the frozen-pool share; "
+              f"e.g. bot_ratio = {max(0.0, round(1 - lg.latest_ratio, 6))})")
+    check(lg.pfsp_weighting in PFSP_WEIGHTINGS, "league", "pfsp_weighting",
+          f"must be one of {', '.join(PFSP_WEIGHTINGS)}")
+    check(lg.checkpoint_add_interval >= 1, "league", "checkpoint_add_interval", "must be >= 1 (e.g. 10)")
+    check(lg.pool_size >= 1, "league", "pool_size", "must be >= 1 (e.g. 8)")
+    for key in ("keep_recent", "keep_old"):
+        check(getattr(lg, key) >= 0, "league", key, "must be >= 0 (e.g. 2)")
+    if lg.pool_size >= 1 and lg.keep_recent >= 0 and lg.keep_old >= 0:
+        check(1 + lg.keep_recent + lg.keep_old <= lg.pool_size, "league", "pool_size",
+              f"must hold the champion plus keep_recent ({lg.keep_recent}) and keep_old "
+              f"({lg.keep_old}) members (e.g. pool_size = {1 + lg.keep_recent + lg.keep_old})")
+    check(lg.eval_games >= 1, "league", "eval_games", "must be >= 1 (e.g. 64)")
+    check(lg.promotion_min_games >= 1, "league", "promotion_min_games", "must be >= 1 (e.g. 64)")
+    for key in ("promotion_min_winrate", "baseline_min_winrate"):
+        check(0 <= getattr(lg, key) <= 1, "league", key, "must be in [0, 1] (e.g. 0.55)")
+    check(lg.promotion_z > 0, "league", "promotion_z", "must be > 0 (e.g. 1.96)")
+    check(0 < lg.payoff_decay <= 1, "league", "payoff_decay", "must be in (0, 1] (1 = no decay; e.g. 0.99)")
+    check(lg.rating in RATINGS, "league", "rating", f"must be one of {', '.join(RATINGS)}")
+    check(lg.opponent_batch >= 1, "league", "opponent_batch", "must be >= 1 (e.g. 256)")
 
     # [wandb]
     check(w.mode in WANDB_MODES, "wandb", "mode", f"must be one of {', '.join(WANDB_MODES)}")

@@ -91,7 +91,7 @@ class PPOUpdater:
 
     def __init__(self, policy: nn.Module, sampler, optimizer: torch.optim.Optimizer, settings: UpdateSettings,
                  horizon: int, obs_size: int, hidden_size: int, device: torch.device):
-        self.policy, self.optimizer, self.settings = policy, optimizer, settings
+        self.policy, self.optimizer, self.settings, self.device = policy, optimizer, settings, device
         self.loss = PPOLoss(policy, sampler)
         self.loss_fn = torch.compile(self.loss, mode=settings.compile_mode) if settings.compile else self.loss
         m, t = settings.minibatch_segments, horizon
@@ -119,7 +119,7 @@ class PPOUpdater:
             batch.advantage = (adv - adv.mean()) / (adv.std() + 1e-8)
         segments = batch.obs.shape[0]
         n_mb = segments // s.minibatch_segments
-        totals = torch.zeros(len(STAT_NAMES))
+        totals = torch.zeros(len(STAT_NAMES), device=self.device)  # stays on the device until the end
         first_ratio_dev = None
         params_list = list(self.policy.parameters())
         for _ in range(s.update_epochs):

@@ -74,6 +74,10 @@ class RolloutBuffer:
         self.terminal[last] |= terminals[keep]
         self.truncated[last] |= truncations[keep]
 
+    def forget(self, rows: np.ndarray) -> None:
+        """Rows whose current decision was not stored: their next rewards belong to no step."""
+        self.last_index[rows] = -1
+
     def add(self, rows: np.ndarray, obs: torch.Tensor, actions: torch.Tensor, logprob: torch.Tensor,
             value: torch.Tensor, state_h: torch.Tensor, state_c: torch.Tensor, episode_start: np.ndarray) -> None:
         """Stores one decision for each of `rows` (distinct env rows) taken from the given state."""

@@ -1,7 +1,7 @@
 """Our PPO trainer for a turn-based two-seat game.
 
-Each epoch collects exactly `batch_size` learner decisions (self-play: every env step is one
-decision per game), packs them per row (rollout.py), runs the clipped-PPO update (ppo.py),
+Each epoch collects exactly `batch_size` learner decisions (self-play: both seats are the
+learner; league: one seat per game may be a frozen member or a bot), packs them per row (rollout.py), runs the clipped-PPO update (ppo.py),
 applies the global-step anneals, evaluates against the bots now and then, logs, and writes
 checkpoints. Only a row's own decisions are trained; LSTM state lives per row and is zeroed
 by row index when its game ends.
@@ -19,12 +19,17 @@ import torch
 from .anneal import anneal_values, anneals_from_config
 from .engine import LAYOUT
 from .evaluate import evaluate_vs_bot
+from .league import League
+from .league_manager import LeagueManager
 from .policy.tcg_policy import PolicyConfig, TCGPolicy
 from .policy.tcg_sampler import TCGSampler
 from .ppo import COUNT, LEGAL, PPOUpdater, UpdateSettings
 from .recurrent import zero_rows
 from .rollout import RolloutBuffer
 from .vecenv import VecEnv
+
+
+PASS = LAYOUT["action_types"]["pass"]
 
 
 def seed_everything(seed: int) -> None:
@@ -68,10 +73,6 @@ class Trainer:
         env_kwargs = dict(num_games=cfg.env.num_games, seed=cfg.base.seed, turn_cap=cfg.env.turn_cap,
                           reward_shaping=cfg.env.reward_shaping, deck_pool=cfg.env.deck_pool or None)
         self.env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs)
-        if t.batch_size % self.env.num_games:
-            raise ValueError(f"[train] batch_size {t.batch_size} must be a multiple of the number of games "
-                             f"({self.env.num_games} = [env] num_games x [vec] num_envs), e.g. "
-                             f"{self.env.num_games * max(1, t.batch_size // self.env.num_games)}")
         self.total_epochs = math.ceil(t.total_timesteps / t.batch_size)
         if self.total_epochs * t.batch_size != t.total_timesteps:
             print(f"[train] total_timesteps {t.total_timesteps} rounded up to {self.total_epochs * t.batch_size} "
@@ -102,6 +103,16 @@ class Trainer:
         self.epoch = 0
         self.obs = None
         self.last_metrics: dict = {}
+        self.league = self._make_league(env_kwargs) if cfg.league.enable else None
+        self.resumed_from = None   # checkpoint path once resumed (resume.apply_resume)
+        self.resume_probe = None   # stored health values: the next rollout runs the health probe
+
+    def _make_league(self, env_kwargs: dict) -> League:
+        """The opponent pool and its manager; its state lives in <run_dir>/league/."""
+        manager = LeagueManager(self.cfg.league, self.run_dir / "league", seed=self.cfg.base.seed,
+                                env_kwargs={k: env_kwargs[k] for k in ("turn_cap", "deck_pool", "reward_shaping")})
+        return League(self.cfg.league, self.env.num_games, manager=manager, env=self.env,
+                      seed=self.cfg.base.seed, device=self.device)
 
     # ---- anneals --------------------------------------------------------------------------
     def apply_anneals(self) -> dict:
@@ -112,16 +123,26 @@ class Trainer:
         return values
 
     # ---- rollout ---------------------------------------------------------------------------
+    def _learner_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(learner rows, opponent rows) among the deciding rows; self-play: all are learner's."""
+        if self.league is None:
+            return rows, rows[:0]
+        return self.league.split(rows)
+
     @torch.no_grad()
     def collect(self) -> dict:
-        """Steps the env until the buffer holds batch_size learner decisions."""
+        """Steps the env until the buffer holds exactly batch_size learner decisions. Opponent
+        rows (league) are acted for but never stored; on the last step, learner decisions that
+        no longer fit are dropped (their later rewards too) rather than stored partially."""
         if self.obs is None:
             self.obs = self.env.reset(self.cfg.base.seed)
+            if self.league is not None:
+                self.league.reset(self.global_step)
         self.buffer.start_epoch()
         params = self.sampler.params_tensor()
-        infos, entropy_sum, decisions = [], torch.zeros(()), 0
+        infos, entropy_sum, decisions, noops = [], torch.zeros(()), 0, 0
         while not self.buffer.full:
-            rows = np.flatnonzero(self.env.masks)
+            rows, opponent_rows = self._learner_rows(np.flatnonzero(self.env.masks))
             idx = torch.from_numpy(rows)
             obs = torch.from_numpy(self.obs[rows])
             start = self.episode_start[rows]
@@ -133,15 +154,23 @@ class Trainer:
             actions, logprob, entropy = self.sampler.sample(self.policy, out, ent, legal, obs[:, COUNT].long(),
                                                             params=params, generator=self.generator)
             value = self.policy.value(out)
-            self.buffer.add(rows, obs, actions, logprob, value, h, c, start)
+            k = min(len(rows), self.buffer.capacity - self.buffer.size)
+            self.buffer.add(rows[:k], obs[:k], actions[:k], logprob[:k], value[:k], h[:k], c[:k], start[:k])
+            self.buffer.forget(rows[k:])
             self.state_h[idx], self.state_c[idx] = h2, c2
             self.episode_start[rows] = False
-            entropy_sum += entropy.sum()
-            decisions += len(rows)
+            entropy_sum += entropy[:k].sum()
+            decisions += k
+            noops += int((actions[:k, 0] == PASS).sum())
             self.actions[rows] = actions.numpy()
+            if self.league is not None:
+                self.league.act_opponents(self.obs, opponent_rows, self.actions)
             self.obs, rewards, terminals, truncations, step_infos = self.env.step(self.actions)
             done = terminals | truncations
             events = np.flatnonzero((rewards != 0) | done)
+            if self.league is not None:  # credit learner rows only, as they were during this step
+                learner = self.league.after_step(rewards, terminals, truncations, self.global_step + decisions)
+                events = events[learner[events]]
             self.buffer.credit(events, rewards[events], terminals[events], truncations[events])
             done_rows = np.flatnonzero(done)
             zero_rows((self.state_h, self.state_c), done_rows)
@@ -150,6 +179,7 @@ class Trainer:
         self.global_step += decisions
         stats = summarize_episodes(infos)
         stats["sampler/rollout_entropy"] = float(entropy_sum) / max(1, decisions)
+        stats["sampler/rollout_noop_rate"] = noops / max(1, decisions)  # learner decisions that PASS
         return stats
 
     # ---- one epoch ---------------------------------------------------------------------------
@@ -159,6 +189,10 @@ class Trainer:
         metrics = dict(self.apply_anneals())
         params = self.sampler.params_tensor()
         metrics.update(self.collect())
+        if self.resume_probe is not None:  # the first rollout after a resume: health probe
+            from .resume import probe_metrics
+            metrics.update(probe_metrics(self.resume_probe, metrics))
+            self.resume_probe = None
         rollout_s = time.perf_counter() - start
         batch = self.buffer.pack(t.gamma, t.gae_lambda)
         coefs = torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef])
@@ -166,12 +200,17 @@ class Trainer:
         metrics.update(self.updater.update(batch, params, coefs, self.generator))
         self.scheduler.step()
         self.epoch += 1
+        if self.league is not None:
+            self.league.end_epoch(self.epoch, self.global_step, self.policy, self.policy_config.to_dict(),
+                                  self.sampler.get_sampling_params())
+            metrics.update(self.league.metrics())
         elapsed = time.perf_counter() - start
         metrics.update({
             "train/epoch": float(self.epoch), "train/learning_rate": self.optimizer.param_groups[0]["lr"],
             "perf/sps": t.batch_size / elapsed, "perf/epoch_seconds": elapsed, "perf/rollout_seconds": rollout_s,
             "perf/update_seconds": time.perf_counter() - update_start,
         })
+        self.last_metrics = metrics
         return metrics
 
     def evaluate(self) -> dict:
@@ -185,12 +224,16 @@ class Trainer:
         return out
 
     # ---- the loop ------------------------------------------------------------------------------
-    def train(self, checkpoint_fn=None) -> dict:
+    def train(self, checkpoint_fn=None, max_seconds: float | None = None) -> dict:
+        """Trains to total_epochs (or, with `max_seconds`, stops after the epoch that crosses that
+        wall time). Checkpoints every checkpoint_interval and always at the end."""
         t = self.cfg.train
         wall_start = time.perf_counter()
+        saved_epoch = None
         while self.epoch < self.total_epochs:
             metrics = self.train_epoch()
-            last = self.epoch == self.total_epochs
+            out_of_time = max_seconds is not None and time.perf_counter() - wall_start >= max_seconds
+            last = self.epoch == self.total_epochs or out_of_time
             if t.eval_interval and (self.epoch % t.eval_interval == 0 or last):
                 metrics.update(self.evaluate())
             metrics["perf/wall_minutes"] = (time.perf_counter() - wall_start) / 60.0
@@ -201,6 +244,11 @@ class Trainer:
                 self.dashboard.update(metrics, self.global_step)
             if checkpoint_fn and (last or self._checkpoint_due()):
                 checkpoint_fn(self)
+                saved_epoch = self.epoch
+            if out_of_time:
+                break
+        if checkpoint_fn and saved_epoch != self.epoch:  # e.g. resumed at the end: still a final checkpoint
+            checkpoint_fn(self)
         return self.last_metrics
 
     def _checkpoint_due(self) -> bool:

@@ -23,8 +23,10 @@ class VecEnv:
         else:
             kinds = {"serial": pufferlib.vector.Serial, "multiprocessing": pufferlib.vector.Multiprocessing}
             extra = {"num_workers": num_workers} if backend == "multiprocessing" else {}
+            env_kwargs = dict(env_kwargs)
+            seed = env_kwargs.pop("seed", 0)  # pufferlib passes each env its own seed (seed + i)
             self._vec = pufferlib.vector.make(TCGEnv, backend=kinds[backend], num_envs=num_envs,
-                                              env_kwargs=env_kwargs, **extra)
+                                              env_kwargs=env_kwargs, seed=seed, **extra)
             self._env = None
         self.num_agents = (self._env or self._vec).num_agents
         self.num_games = self.num_agents // 2
@@ -45,6 +47,46 @@ class VecEnv:
         self._vec.send(actions)
         obs, rewards, terminals, truncations, _, infos, _, self.masks = self._vec.recv()
         return obs, rewards, terminals, truncations, infos
+
+    # ---- exact resume: the engine state of every game plus the step buffers -----------------
+    BUFFER_NAMES = ("observations", "masks", "rewards", "terminals", "truncations")
+
+    def _engines(self):
+        if self._env is not None:
+            return [self._env.engine]
+        if self.backend == "serial":
+            return [env.engine for env in self._vec.envs]
+        return None  # multiprocessing: the engines live in worker processes
+
+    def get_state(self) -> dict | None:
+        """Every game's engine state and copies of the step buffers, or None where the engines
+        are out of reach (the multiprocessing backend)."""
+        engines = self._engines()
+        if engines is None:
+            return None
+        owner = self._env if self._env is not None else self._vec
+        return {"backend": self.backend, "engines": [e.get_state() for e in engines],
+                "buffers": {k: np.array(getattr(owner, k), copy=True) for k in self.BUFFER_NAMES}}
+
+    def set_state(self, state: dict, seed: int) -> np.ndarray:
+        """Restores `get_state()`'s output (resetting first so the backend is ready to step);
+        returns the observation buffer. Raises ValueError when it does not fit this env."""
+        engines = self._engines()
+        if engines is None:
+            raise ValueError("the multiprocessing backend cannot restore engine state")
+        if len(state["engines"]) != len(engines):
+            raise ValueError(f"engine state holds {len(state['engines'])} env objects, this run has {len(engines)}")
+        obs = self.reset(seed)
+        for engine, blob in zip(engines, state["engines"]):
+            engine.set_state(blob)
+        owner = self._env if self._env is not None else self._vec
+        for k in self.BUFFER_NAMES:
+            dst, src = getattr(owner, k), np.asarray(state["buffers"][k])
+            if dst.shape != src.shape:
+                raise ValueError(f"env buffer {k} has shape {src.shape} in the checkpoint, {dst.shape} here")
+            np.copyto(dst, src.astype(dst.dtype, copy=False))
+        self.masks = owner.masks
+        return obs
 
     @property
     def card_pool(self):

@@ -1,4 +1,4 @@
-"""Entry point: python -m tcgleague.bench {engine,train,compile} [options]."""
+"""Entry point: python -m tcgleague.bench {engine,train,compile,learn,league} [options]."""
 from __future__ import annotations
 
 import argparse
@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 
 from . import compile as compile_bench
-from . import engine, train
+from . import engine, learn, league, train
 
-BENCHES = {"engine": engine, "train": train, "compile": compile_bench}
+BENCHES = {"engine": engine, "train": train, "compile": compile_bench, "learn": learn, "league": league}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--games", type=int, default=2048, help="games stepped per C call (>= 1024 for the figure)")
     p.add_argument("--seconds", type=float, default=8.0, help="timed random-legal play")
     p.add_argument("--health-games", type=int, default=4000, help="random-legal games for the health figures")
-    p.add_argument("--matrix-games", type=int, default=300, help="greedy games per deck pair")
+    p.add_argument("--matrix-games", type=int, default=600, help="greedy games per deck pair")
     p.add_argument("--seed", type=int, default=0)
 
 
@@ -70,8 +70,7 @@ def deck_matrix(n_games: int, seed: int) -> tuple[list[str], np.ndarray]:
     for i, j in itertools.combinations(range(len(names)), 2):
         pool = {"seat0": [names[i], names[j]], "seat1": [names[i], names[j]]}
         env = TCGEnv(num_games=128, seed=seed + 31 * i + j, deck_pool=pool)
-        actions = np.zeros((env.num_agents, 4), dtype=np.int32)
-        eps = [e for e in play_until(env, 3 * n_games, lambda obs: greedy_actions(env, actions))
+        eps = [e for e in play_until(env, 3 * n_games, lambda obs: greedy_actions(env))
                if e["deck0"] != e["deck1"]][:n_games]
         score = [1.0 if (e["winner"] == 0) == (e["deck0"] == i) else 0.0 for e in eps if e["winner"] != 2]
         score += [0.5 for e in eps if e["winner"] == 2]

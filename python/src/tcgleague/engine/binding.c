@@ -252,25 +252,51 @@ static PyObject *engine_step(EngineObject *self, PyObject *arg) {
     return Py_BuildValue("(iii)", e->error_game, e->error_index, e->games[e->error_game].n_legal);
 }
 
-/* greedy(actions): writes the greedy bot's action into every active row of int32 [rows, 4]. */
-static PyObject *engine_greedy(EngineObject *self, PyObject *arg) {
-    if (check_game(self, 0) < 0) return NULL;
-    Py_buffer b;
-    if (PyObject_GetBuffer(arg, &b, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
+/* greedy(out[, rows]): writes the greedy bot's action into the active rows of int32 [rows, 4];
+ * with `rows` (int64 env row ids) only those games are searched (a league plays greedy in a few). */
+static void greedy_game(Env *env, int i, int32_t *out) {
+    const Game *g = &env->games[i];
+    const uint8_t *l = g->legal[greedy_choice(env, g)];
+    int32_t *row = out + (size_t)(2 * i + g->decider) * ACTION_WIDTH;
+    for (int k = 0; k < ACTION_WIDTH; k++) row[k] = l[k];
+}
+
+static PyObject *engine_greedy(EngineObject *self, PyObject *args) {
+    PyObject *out_obj, *rows_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O", &out_obj, &rows_obj) || check_game(self, 0) < 0) return NULL;
+    Py_buffer b, r = {0};
+    if (PyObject_GetBuffer(out_obj, &b, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
     if (b.len != 4 * 2 * (Py_ssize_t)self->env.num_games * ACTION_WIDTH) {
         PyBuffer_Release(&b);
         return PyErr_Format(PyExc_ValueError, "greedy output must be int32 [%d, %d]", 2 * self->env.num_games, ACTION_WIDTH);
     }
+    if (rows_obj != Py_None && PyObject_GetBuffer(rows_obj, &r, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    if (rows_obj != Py_None && (r.itemsize != 8 || r.format == NULL || (r.format[0] != 'l' && r.format[0] != 'q'))) {
+        PyBuffer_Release(&b);
+        PyBuffer_Release(&r);
+        return PyErr_Format(PyExc_ValueError, "greedy rows must be an int64 array of env row ids");
+    }
     int32_t *out = b.buf;
+    Env *env = &self->env;
+    int bad = -1;
     Py_BEGIN_ALLOW_THREADS
-    for (int i = 0; i < self->env.num_games; i++) {
-        const Game *g = &self->env.games[i];
-        const uint8_t *l = g->legal[greedy_choice(&self->env, g)];
-        int32_t *row = out + (size_t)(2 * i + g->decider) * ACTION_WIDTH;
-        for (int k = 0; k < ACTION_WIDTH; k++) row[k] = l[k];
+    if (rows_obj == Py_None) {
+        for (int i = 0; i < env->num_games; i++) greedy_game(env, i, out);
+    } else {
+        const int64_t *rows = r.buf;
+        for (Py_ssize_t k = 0; k < r.len / 8; k++) {
+            int64_t row = rows[k];
+            if (row < 0 || row >= 2 * (int64_t)env->num_games) { bad = (int)k; break; }
+            if (env->games[row / 2].decider == row % 2) greedy_game(env, (int)(row / 2), out);
+        }
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
+    if (rows_obj != Py_None) PyBuffer_Release(&r);
+    if (bad >= 0) return PyErr_Format(PyExc_IndexError, "greedy rows[%d] is out of range [0, %d)", bad, 2 * env->num_games);
     Py_RETURN_NONE;
 }
 
@@ -350,16 +376,72 @@ static PyObject *engine_set_shaping(EngineObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---- get_state() / set_state(bytes): the whole games array, for exact resume ---------------
+ * Layout: a 24-byte header {magic "EMBSTATE", version, num_games, sizeof(Game), reserved} then
+ * num_games Game structs as they are in memory. The rest of the Env (card tables, shaping,
+ * turn cap) comes from the configuration; the Python side restores the step buffers. */
+#define STATE_MAGIC "EMBSTATE"
+#define STATE_VERSION 1u
+typedef struct { char magic[8]; uint32_t version, num_games, game_size, reserved; } StateHeader;
+
+static PyObject *engine_get_state(EngineObject *self, PyObject *args) {
+    (void)args;
+    if (check_game(self, 0) < 0) return NULL;
+    size_t body = (size_t)self->env.num_games * sizeof(Game);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(sizeof(StateHeader) + body));
+    if (!out) return NULL;
+    char *p = PyBytes_AS_STRING(out);
+    StateHeader h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, STATE_MAGIC, 8);
+    h.version = STATE_VERSION;
+    h.num_games = (uint32_t)self->env.num_games;
+    h.game_size = (uint32_t)sizeof(Game);
+    memcpy(p, &h, sizeof(h));
+    memcpy(p + sizeof(h), self->env.games, body);
+    return out;
+}
+
+static PyObject *engine_set_state(EngineObject *self, PyObject *arg) {
+    if (check_game(self, 0) < 0) return NULL;
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    size_t body = (size_t)self->env.num_games * sizeof(Game);
+    StateHeader h;
+    const char *err = NULL;
+    if ((size_t)b.len < sizeof(h)) err = "too short for the header";
+    else {
+        memcpy(&h, b.buf, sizeof(h));
+        if (memcmp(h.magic, STATE_MAGIC, 8) != 0) err = "bad magic (not an engine state)";
+        else if (h.version != STATE_VERSION) err = "unsupported state version";
+        else if (h.game_size != (uint32_t)sizeof(Game)) err = "Game struct size differs (engine changed)";
+        else if (h.num_games != (uint32_t)self->env.num_games) err = "num_games differs";
+        else if ((size_t)b.len != sizeof(h) + body) err = "wrong length";
+    }
+    if (err) {
+        PyErr_Format(PyExc_ValueError, "engine state rejected: %s (got %zd bytes; this engine has %d games of "
+                     "%zu bytes, expecting %zu bytes, version %u)", err, b.len, self->env.num_games,
+                     sizeof(Game), sizeof(h) + body, STATE_VERSION);
+        PyBuffer_Release(&b);
+        return NULL;
+    }
+    memcpy(self->env.games, (const char *)b.buf + sizeof(h), body);
+    PyBuffer_Release(&b);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef engine_methods[] = {
     {"reset", (PyCFunction)engine_reset, METH_VARARGS, "reset(seed): start a fresh game in every slot"},
     {"step", (PyCFunction)engine_step, METH_O, "step(actions int32[rows,4]) -> None or (game, row, n_legal)"},
-    {"greedy", (PyCFunction)engine_greedy, METH_O, "greedy(out int32[rows,4]): greedy bot actions for active rows"},
+    {"greedy", (PyCFunction)engine_greedy, METH_VARARGS, "greedy(out int32[rows,4][, rows int64]): greedy bot actions for active rows"},
     {"set_deal", (PyCFunction)engine_set_deal, METH_VARARGS, "set_deal(game, seed, deck0, deck1, swapped)"},
     {"render", (PyCFunction)engine_render, METH_VARARGS, "render(game) -> str"},
     {"drain_episodes", (PyCFunction)engine_drain_episodes, METH_NOARGS, "-> (bytes, dropped)"},
     {"export_position", (PyCFunction)engine_export_position, METH_VARARGS, "export_position(game) -> list[int]"},
     {"import_position", (PyCFunction)engine_import_position, METH_VARARGS, "import_position(game, list[int])"},
     {"set_shaping", (PyCFunction)engine_set_shaping, METH_VARARGS, "set_shaping(coef)"},
+    {"get_state", (PyCFunction)engine_get_state, METH_NOARGS, "get_state() -> bytes: every game's full state"},
+    {"set_state", (PyCFunction)engine_set_state, METH_O, "set_state(bytes): restore get_state()'s games (length and header checked)"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject EngineType = {

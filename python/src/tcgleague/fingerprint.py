@@ -1,0 +1,106 @@
+"""Fingerprints stored in checkpoints (SPEC §7): what defines a checkpoint's behaviour.
+
+- `source_hashes`: SHA-256 of every behaviour-defining source file, keyed by its path inside the
+  package: the engine (`engine/*.c`, `engine/*.h`, `engine/cards.json`), the policy and sampler,
+  the trainer, the rollout buffer and the PPO loss. A changed file means a resumed run may not
+  behave like the one that wrote the checkpoint (seed 001: a sampler/scheduler change made old
+  checkpoints collapse on resume), so resume warns, and refuses under --resume-strict.
+- `obs_layout_hash` / `action_space_hash`: from the engine's exported LAYOUT. A different
+  observation layout or action space makes the weights meaningless: always refused.
+- `config_hash`: of the whole run configuration (informational).
+- `versions`: tcgleague, torch, python, numpy.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import __version__
+from .engine import LAYOUT
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# Behaviour-defining sources, relative to the package directory (globs allowed).
+SOURCE_PATTERNS = ("engine/*.c", "engine/*.h", "engine/cards.json", "policy/tcg_policy.py",
+                   "policy/tcg_sampler.py", "trainer.py", "rollout.py", "ppo.py")
+ACTION_SPACE_KEYS = ("n_action_types", "n_a", "n_b", "n_c", "max_legal", "action_width", "action_types",
+                     "none_entity", "none_slot")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _json_hash(obj) -> str:
+    return _sha256(json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode())
+
+
+def source_files() -> list[Path]:
+    files: list[Path] = []
+    for pattern in SOURCE_PATTERNS:
+        files.extend(sorted(PACKAGE_DIR.glob(pattern)))
+    return files
+
+
+def hash_sources() -> dict[str, str]:
+    """{"engine/rules.c": sha256, ...} for every behaviour-defining source file, read now."""
+    return {p.relative_to(PACKAGE_DIR).as_posix(): _sha256(p.read_bytes()) for p in source_files()}
+
+
+# Snapshot taken when the process imports tcgleague: the code it actually runs, even if the files
+# are edited on disk while a long run goes on.
+_SOURCES_AT_IMPORT = hash_sources()
+
+
+def source_hashes() -> dict[str, str]:
+    """The behaviour-defining source hashes of the code this process runs (taken at import)."""
+    return dict(_SOURCES_AT_IMPORT)
+
+
+def obs_layout_hash() -> str:
+    """Every observation offset, size and enum the engine exports (the whole LAYOUT)."""
+    return _json_hash(LAYOUT)
+
+
+def action_space_hash() -> str:
+    return _json_hash({k: LAYOUT[k] for k in ACTION_SPACE_KEYS})
+
+
+def config_hash(config_dict: dict) -> str:
+    return _json_hash(config_dict)
+
+
+def versions() -> dict[str, str]:
+    return {"tcgleague": str(__version__), "torch": str(torch.__version__), "python": platform.python_version(),
+            "numpy": str(np.__version__)}
+
+
+def compute_fingerprint(config_dict: dict | None = None) -> dict:
+    return {
+        "source_hashes": source_hashes(),
+        "obs_layout_hash": obs_layout_hash(),
+        "action_space_hash": action_space_hash(),
+        "config_hash": config_hash(config_dict) if config_dict is not None else None,
+        "versions": versions(),
+    }
+
+
+def changed_sources(stored: dict[str, str], current: dict[str, str]) -> list[str]:
+    """Files whose hash differs, or that exist on one side only (sorted, with a note)."""
+    out = []
+    for name in sorted(set(stored) | set(current)):
+        if name not in current:
+            out.append(f"{name} (gone from the code)")
+        elif name not in stored:
+            out.append(f"{name} (new in the code)")
+        elif stored[name] != current[name]:
+            out.append(name)
+    return out
+
+
+def short(h: str | None) -> str:
+    return "none" if not h else h[:12] + "…"
