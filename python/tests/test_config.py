@@ -24,7 +24,7 @@ def write_ini(tmp_path, text: str) -> Path:
 def test_defaults_load():
     cfg = load_config(None, [])
     assert isinstance(cfg, Config)
-    assert cfg.train.batch_size == 32768 and cfg.train.minibatch_size == 4096
+    assert cfg.train.batch_size == 16384 and cfg.train.minibatch_size == 2048
     assert cfg.train.compile is False and cfg.train.norm_adv is True
     assert cfg.train.compile_mode == "reduce-overhead"
     assert cfg.policy.subaction_temperature_anneal_start_step is None
@@ -32,7 +32,7 @@ def test_defaults_load():
     assert cfg.league.enable is False and cfg.wandb.mode == "auto"
     d = cfg.to_dict()
     assert set(d) == set(SECTIONS) == {"base", "env", "vec", "policy", "train", "league", "wandb"}
-    assert d["train"]["learning_rate"] == 3e-4
+    assert d["train"]["learning_rate"] == 6e-4
 
 
 def test_default_ini_loads_and_names_every_section():

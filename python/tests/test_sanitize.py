@@ -61,8 +61,8 @@ DRIVER = textwrap.dedent("""
     for game in range(env.num_games):
         env.set_deal(game, 1000 + game, game % len(env.pool.deck_names), (game * 7) % len(env.pool.deck_names), bool(game % 2))
         env.engine.import_position(game, env.engine.export_position(game))
-    env.engine.set_state(env.engine.get_state())
         env.render(game)
+    env.engine.set_state(env.engine.get_state())
     bad = random_actions(obs, rng)
     bad[np.flatnonzero(env.masks)[0]] = [3, 0, 0, 0]
     try:

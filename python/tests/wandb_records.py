@@ -1,9 +1,21 @@
 """Reads the records of an offline W&B run log (shared by the logger and trainer tests)."""
 import struct
+import time
 
 
-def read_wandb_records(path):
-    """Records of a W&B transaction log (`run-<id>.wandb`, LevelDB log framing)."""
+def read_wandb_records(path, timeout: float = 60.0):
+    """Records of a W&B transaction log (`run-<id>.wandb`, LevelDB log framing). W&B's service
+    process writes the log asynchronously, so on a loaded machine this waits (up to `timeout`)
+    for the run's exit record before parsing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        records = _parse(path)
+        if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > deadline:
+            return records
+        time.sleep(0.5)
+
+
+def _parse(path):
     from wandb.proto import wandb_internal_pb2 as pb
 
     data = path.read_bytes()

@@ -17,14 +17,18 @@ def legal_actions(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return legal, obs[:, _COUNT].astype(np.int64)
 
 
-def random_actions(obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A uniformly random legal action for each row (rows with no legal list get zeros).
+def random_actions(obs: np.ndarray, rng: np.random.Generator, rows: np.ndarray | None = None) -> np.ndarray:
+    """A uniformly random legal action for each row (rows with no legal list get zeros); with
+    `rows`, an int32 [len(rows), 4] array for just those rows.
 
-    Only the chosen tuple is gathered, so the cost is a few values per row, not the list."""
-    counts = obs[:, _COUNT].astype(np.int64)
-    pick = np.minimum((rng.random(len(obs)) * counts).astype(np.int64), np.maximum(counts - 1, 0))
-    start = np.arange(len(obs)) * obs.shape[1] + LAYOUT["legal_offset"] + pick * _WIDTH
-    actions = obs.reshape(-1)[start[:, None] + np.arange(_WIDTH)].astype(np.int32)
+    Only each row's count and chosen tuple are read, a few values per row, never the list."""
+    flat = obs.reshape(-1)
+    rows = np.arange(len(obs)) if rows is None else np.asarray(rows, dtype=np.int64)
+    base = rows * obs.shape[1]
+    counts = flat[base + _COUNT].astype(np.int64)
+    pick = np.minimum((rng.random(len(rows)) * counts).astype(np.int64), np.maximum(counts - 1, 0))
+    start = base + LAYOUT["legal_offset"] + pick * _WIDTH
+    actions = flat[start[:, None] + np.arange(_WIDTH)].astype(np.int32)
     actions[counts == 0] = 0
     return actions
 

@@ -88,6 +88,7 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(t.lr_schedule, self.total_epochs))
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0
+        self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
         hidden = p.hidden_size
         self.buffer = RolloutBuffer(t.batch_size, t.bptt_horizon, LAYOUT["obs_size"], hidden, self.env.num_agents)
         settings = UpdateSettings(t.minibatch_size // t.bptt_horizon, t.update_epochs, t.max_grad_norm, t.norm_adv,

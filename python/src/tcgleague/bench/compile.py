@@ -43,6 +43,7 @@ def run(args: argparse.Namespace) -> dict:
     trainer = build_trainer(args.config, args.overrides)
     t = trainer.cfg.train
     mode = args.mode or t.compile_mode
+    trainer.apply_anneals()
     trainer.collect()
     batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
     params = trainer.sampler.params_tensor()
