@@ -38,8 +38,10 @@ train: setup
 test: setup
 	$(PY) -m pytest -q
 
+# The quick benchmarks; `python -m tcgleague.bench compile|league|learn` are longer (see README).
 bench: setup
 	$(PY) -m tcgleague.bench engine --json bench_engine.json
+	$(PY) -m tcgleague.bench train --json bench_train.json
 
 # The engine built with -fsanitize=address,undefined, driven through 1,000,000 random-legal decisions.
 sanitize: setup

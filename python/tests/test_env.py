@@ -537,3 +537,17 @@ def test_chosen_target_with_automatic_trigger_names_the_card(tmp_path):
                            target="enemy_unit")
     with pytest.raises(CardDataError, match=re.escape(f"card {card['id']} ({card['name']})") + ".*chosen target"):
         load_card_pool(write_cards(tmp_path, edit))
+
+
+def test_legal_list_is_zero_beyond_its_count_on_every_row():
+    """The engine clears only the row's previous list (speed); nothing stale may survive."""
+    env = TCGEnv(num_games=32, seed=4)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(4)
+    start, count_at = LAYOUT["legal_offset"], LAYOUT["legal_count_offset"]
+    for _ in range(300):
+        obs, *_ = env.step(random_actions(obs, rng))
+        counts = obs[:, count_at].astype(int)  # inactive rows keep their last observation
+        assert (counts[env.masks] > 0).all()
+        for row, n in enumerate(counts):
+            assert not obs[row, start + 4 * n:count_at].any(), f"stale legal entries in row {row}"

@@ -141,7 +141,7 @@ class Trainer:
                 self.league.reset(self.global_step)
         self.buffer.start_epoch()
         params = self.sampler.params_tensor()
-        infos, entropy_sum, decisions, noops = [], torch.zeros(()), 0, 0
+        infos, entropy_sum, noops, decisions = [], torch.zeros(()), torch.zeros(()), 0
         while not self.buffer.full:
             rows, opponent_rows = self._learner_rows(np.flatnonzero(self.env.masks))
             idx = torch.from_numpy(rows)
@@ -162,7 +162,7 @@ class Trainer:
             self.episode_start[rows] = False
             entropy_sum += entropy[:k].sum()
             decisions += k
-            noops += int((actions[:k, 0] == PASS).sum())
+            noops += (actions[:k, 0] == PASS).sum()
             self.actions[rows] = actions.numpy()
             if self.league is not None:
                 self.league.act_opponents(self.obs, opponent_rows, self.actions)
@@ -180,7 +180,7 @@ class Trainer:
         self.global_step += decisions
         stats = summarize_episodes(infos)
         stats["sampler/rollout_entropy"] = float(entropy_sum) / max(1, decisions)
-        stats["sampler/rollout_noop_rate"] = noops / max(1, decisions)  # learner decisions that PASS
+        stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that PASS
         return stats
 
     # ---- one epoch ---------------------------------------------------------------------------

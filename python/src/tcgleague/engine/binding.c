@@ -166,6 +166,7 @@ static int take_buffer(EngineObject *self, int which, PyObject *obj, Py_ssize_t 
 static void engine_dealloc(EngineObject *self) {
     for (int i = 0; i < N_BUFS; i++) if (self->held & (1 << i)) PyBuffer_Release(&self->bufs[i]);
     free(self->env.games);
+    free(self->env.chosen);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -192,7 +193,8 @@ static int engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
         if (take_buffer(self, i, o[i], sizes[i], i >= B_OBS) < 0) return -1;
     Env *e = &self->env;
     e->games = calloc((size_t)num_games, sizeof(Game));
-    if (!e->games) { PyErr_NoMemory(); return -1; }
+    e->chosen = calloc((size_t)num_games, sizeof(int16_t));
+    if (!e->games || !e->chosen) { PyErr_NoMemory(); return -1; }
     e->num_games = num_games;
     e->n_cards = n_cards;
     e->n_decks = n_decks;

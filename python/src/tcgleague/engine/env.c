@@ -103,7 +103,8 @@ int c_step(Env *env, const int32_t *actions) {
     for (int i = 0; i < env->num_games; i++) {
         Game *g = &env->games[i];
         int row = 2 * i + g->decider;
-        if (find_legal(g, actions + (size_t)row * ACTION_WIDTH) < 0) {
+        env->chosen[i] = (int16_t)find_legal(g, actions + (size_t)row * ACTION_WIDTH);
+        if (env->chosen[i] < 0) {
             env->error_game = i;
             env->error_index = row;
             return -1;
@@ -116,7 +117,7 @@ int c_step(Env *env, const int32_t *actions) {
         const int32_t *act = actions + (size_t)(2 * i + d) * ACTION_WIDTH;
         g->stat.decisions++;
         g->stat.action_counts[d][act[0]]++;
-        game_apply(env, g, find_legal(g, act));
+        game_apply(env, g, env->chosen[i]);
         if (g->result != RESULT_NONE) {
             finish_game(env, g, i);
             next_game(env, g, i);

@@ -44,7 +44,11 @@ static void write_unit(const Env *env, Game *g, int seat, int slot, float *e) {
 
 void write_observation(const Env *env, const Game *cg, int viewer, float *obs) {
     Game *g = (Game *)cg;  /* read-only use; the helpers take non-const pointers */
-    memset(obs, 0, sizeof(float) * OBS_SIZE);
+    /* The legal region holds the row's previous list and zeros after it, so only that list
+     * needs clearing (it is 2 KiB of the 4.5 KiB row; most lists are short). */
+    float previous = obs[OBS_LEGAL_COUNT_OFFSET];
+    int stale = previous >= 0.0f && previous <= (float)MAX_LEGAL ? (int)previous : MAX_LEGAL;
+    memset(obs, 0, sizeof(float) * OBS_LEGAL_OFFSET);
     const Player *me = &g->players[viewer], *opp = &g->players[1 - viewer];
     float *gl = obs + OBS_GLOBAL_OFFSET;
     gl[G_TURN] = (float)g->turn;
@@ -79,12 +83,13 @@ void write_observation(const Env *env, const Game *cg, int viewer, float *obs) {
         write_unit(env, g, viewer, s, ent + (ENT_MY_FRONT + s) * ENTITY_WIDTH);
         write_unit(env, g, 1 - viewer, s, ent + (ENT_OPP_FRONT + s) * ENTITY_WIDTH);
     }
-    if (viewer != g->decider) return;
+    int n = viewer == g->decider ? g->n_legal : 0;  /* only the decider sees a legal list */
     float *legal = obs + OBS_LEGAL_OFFSET;
-    for (int i = 0; i < g->n_legal; i++) {
+    for (int i = 0; i < n; i++) {
         for (int k = 0; k < ACTION_WIDTH; k++) legal[i * ACTION_WIDTH + k] = g->legal[i][k];
         int source = g->legal[i][1];  /* can_act: the entity is the source of a legal action */
         if (source < N_ENTITIES) ent[source * ENTITY_WIDTH + EF_CAN_ACT] = 1.0f;
     }
-    obs[OBS_LEGAL_COUNT_OFFSET] = (float)g->n_legal;
+    if (stale > n) memset(legal + n * ACTION_WIDTH, 0, sizeof(float) * ACTION_WIDTH * (size_t)(stale - n));
+    obs[OBS_LEGAL_COUNT_OFFSET] = (float)n;
 }

@@ -147,6 +147,7 @@ typedef struct {
 typedef struct {
     int num_games;
     Game *games;
+    int16_t *chosen;            /* [num_games] legal index of each game's action (c_step scratch) */
     const int32_t *cards;       /* [MAX_CARDS][CARD_FIELDS] */
     int n_cards;
     const int32_t *decks;       /* [n_decks][DECK_SIZE] card ids */
