@@ -45,4 +45,4 @@ def greedy_actions(env, rows: np.ndarray | None = None) -> np.ndarray:
     return out[rows]
 
 
-BOTS = {"random": "random_actions", "greedy": "greedy_actions"}
+BOTS = ("random", "greedy")  # the scripted opponents, by name

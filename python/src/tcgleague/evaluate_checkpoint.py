@@ -20,11 +20,11 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
+from .bots import BOTS
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .evaluate import PolicyOpponent, play_duplicate
 from .policy.tcg_sampler import TCGSampler
 
-BOTS = ("random", "greedy")
 
 
 def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = None) -> TCGSampler:

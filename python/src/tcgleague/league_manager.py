@@ -39,7 +39,7 @@ import torch
 from openskill.models import PlackettLuce
 
 from .atomic import atomic_write
-from .bots import greedy_actions, random_actions
+from .bots import BOTS, greedy_actions, random_actions
 from .env import TCGEnv
 from .evaluate import PolicyActor, wilson_interval
 from .opponents import load_member_policy, policy_from_state
@@ -48,7 +48,6 @@ from .policy.tcg_sampler import TCGSampler
 STATE_FILE = "league_state.json"
 STATE_VERSION = 1
 BASELINES = ("greedy",)
-BOTS = ("random", "greedy")
 LEARNER = "learner"
 MAX_DECISIONS = 50          # recent decisions kept in the state file
 
