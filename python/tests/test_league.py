@@ -19,13 +19,17 @@ from tcgleague.league import SELF, League, Matchmaker, pfsp_weights
 from tcgleague.league_manager import (STATE_FILE, LeagueManager, MatchPlayer, Payoff, interleave,
                                       retain_ids)
 from tcgleague.opponents import FrozenOpponents, bucket_size, load_member_policy
-from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
+from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy, legal_from_obs
+from tcgleague.policy.tcg_sampler import TCGSampler
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def league_cfg(**kw) -> LeagueConfig:
-    return dataclasses.replace(LeagueConfig(enable=True), **kw)
+    """League keys with the promotion figures these tests were written around."""
+    base = LeagueConfig(enable=True, checkpoint_add_interval=10, eval_games=64, promotion_min_games=64,
+                        promotion_min_winrate=0.55, baseline_min_winrate=0.6)
+    return dataclasses.replace(base, **kw)
 
 
 _N_CARDS = None
@@ -193,9 +197,10 @@ def test_matchups_change_only_at_episode_boundaries():
         forwards = league.opponents.forwards
         actions[mine] = random_actions(obs[mine], rng)
         league.act_opponents(obs, theirs, actions)          # illegal actions would raise in step
-        # one forward per frozen member per step (two when it has more rows than opponent_batch)
+        # one stacked forward per step for all frozen members (more rounds when a member has
+        # more rows than opponent_batch = 4)
         theirs_ids = np.array(ids)[theirs]
-        expected = sum(-(-int(np.sum(theirs_ids == m)) // 4) for m in ("m0", "m1"))
+        expected = max(-(-int(np.sum(theirs_ids == m)) // 4) for m in ("m0", "m1"))
         assert league.opponents.forwards - forwards == expected
         obs, rewards, terminals, truncations, _ = env.step(actions)
         done = terminals | truncations
@@ -203,8 +208,8 @@ def test_matchups_change_only_at_episode_boundaries():
         global_step += len(mine)
         league.after_step(rewards, terminals, truncations, global_step)
         done_rows = np.flatnonzero(done)
-        for m in league.opponents.members.values():     # opponent state reset by row index
-            assert not m.h[done_rows].any() and not m.c[done_rows].any()
+        opp = league.opponents                          # opponent state reset by row index
+        assert not opp.h[done_rows].any() and not opp.c[done_rows].any()
     history = np.array(history)
     changes = 0
     for t in range(1, len(history)):
@@ -226,7 +231,7 @@ def test_opponent_state_reset_uses_row_indices():
     policy, _ = tiny_policy()
     opp = FrozenOpponents(num_rows=8, max_batch=16)
     opp.add("m", policy)
-    m = opp.members["m"]
+    m = opp
     m.h.fill_(1.0)
     m.c.fill_(1.0)
     opp.reset_rows(np.array([3, 3, -1, 8, 999, 5], dtype=np.int64))   # duplicates, out of range
@@ -252,28 +257,61 @@ def test_frozen_inference_is_batched_padded_and_gradient_free(tmp_path):
     obs, _ = env.reset()
     opp = FrozenOpponents(env.num_agents, max_batch=16)
     opp.add("m", loaded)
+    opp.add("n", tiny_policy(seed=1)[0])
     frozen = opp.members["m"].policy
     assert frozen is not loaded and not any(p.requires_grad for p in frozen.parameters())
     shapes = []
-    encode = frozen.encode
+    forward = opp._forward
 
-    def spy(o):
-        shapes.append(o.shape[0])
-        out = encode(o)
-        assert not out[0].requires_grad
-        return out
-    frozen.encode = spy
-    rows = np.flatnonzero(env.masks)[:5]
-    acts = opp.act("m", obs, rows)
-    assert shapes == [8] and acts.shape == (5, 4)
-    assert opp.members["m"].h[rows].abs().sum() > 0 and not opp.members["m"].h[np.setdiff1d(np.arange(40), rows)].any()
+    def spy(obs, slots, positions, rows, size):
+        shapes.append((len(opp.members), size))
+        return forward(obs, slots, positions, rows, size)
+    opp._forward = spy
+    rows = np.flatnonzero(env.masks)
+    acts = opp.act(obs, {"m": rows[:5], "n": rows[5:7]})
+    assert shapes == [(2, 8)] and acts["m"].shape == (5, 4) and acts["n"].shape == (2, 4)
+    assert opp.h[rows[:7]].abs().sum() > 0 and not opp.h[np.setdiff1d(np.arange(40), rows[:7])].any()
     shapes.clear()
-    rows = np.flatnonzero(env.masks)                      # 20 rows, max_batch 16 -> 16 + 4 padded to 8
-    opp.act("m", obs, rows)
-    assert shapes == [16, 8]
+    # 20 rows for "m", max_batch 16 -> a round of 16 (both members), then 4 padded to 8
+    out = opp.act(obs, {"m": rows, "n": np.array([], dtype=np.int64)})
+    assert shapes == [(2, 16), (2, 8)]
     actions = np.zeros((env.num_agents, 4), dtype=np.int32)
-    actions[rows] = opp.act("m", obs, rows)
+    actions[rows] = out["m"]
     env.step(actions)                                     # frozen actions are legal
+    with pytest.raises(ValueError, match="share one architecture"):
+        opp.add("wide", TCGPolicy(PolicyConfig(n_cards=env.pool.n_cards, hidden_size=16)))
+
+
+def test_stacked_forward_matches_each_member_alone():
+    """The vmapped forward over stacked weights = each member's own policy.step + sampler with
+    the same uniform draws (the written-out LSTM cell included)."""
+    env = TCGEnv(num_games=12, seed=3)
+    obs, _ = env.reset()
+    rows = np.flatnonzero(env.masks)
+    opp = FrozenOpponents(env.num_agents, max_batch=64, seed=5)
+    members = {"a": tiny_policy(seed=1)[0], "b": tiny_policy(seed=2)[0], "c": tiny_policy(seed=3)[0]}
+    for m, policy in members.items():
+        opp.add(m, policy, {"subaction_temperature": 0.5} if m == "b" else None)
+    groups = {"a": rows[0:5], "b": rows[5:6], "c": rows[6:12]}
+    opp.h.normal_()
+    opp.c.normal_()
+    h0, c0 = opp.h.clone(), opp.c.clone()
+    generator = torch.Generator().manual_seed(5)
+    draws = torch.rand(12, 4, opp.uniform_width, generator=generator)   # ascending rows
+    got = opp.act(obs, groups)
+    for m, policy in members.items():
+        r = groups[m]
+        o = torch.from_numpy(obs[r])
+        with torch.no_grad():
+            x, ent = policy.encode(o)
+            out, (h, c) = policy.step(x, (h0[r], c0[r]))
+            legal, count = legal_from_obs(o)
+            sampler = TCGSampler(subaction_temperature=0.5 if m == "b" else 1.0)
+            want, _, _ = sampler.sample(policy, out, ent, legal, count,
+                                        uniforms=draws[np.searchsorted(rows[:12], r)])
+        assert np.array_equal(got[m], want.numpy()), m
+        torch.testing.assert_close(opp.h[r], h, rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(opp.c[r], c, rtol=1e-5, atol=1e-6)
 
 
 # ---- promotion --------------------------------------------------------------------------------
@@ -453,7 +491,7 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
     resumed.load_state_dict(state)
     assert resumed.matchmaker.opponent_ids() == league.matchmaker.opponent_ids()
     assert np.array_equal(resumed.learner_mask, league.learner_mask)
-    assert torch.equal(resumed.opponents.members["m0"].h, league.opponents.members["m0"].h)
+    assert torch.equal(resumed.opponents.h, league.opponents.h)
     theirs = league.split(np.flatnonzero(env.masks))[1]
     a, b = actions.copy(), actions.copy()
     league.act_opponents(obs, theirs, a)

@@ -123,18 +123,18 @@ class LeagueConfig:
     latest_ratio: float = 0.8          # share of games vs the latest self (OpenAI Five's 80/20)
     bot_ratio: float = 0.1             # share vs scripted bots, split between random and greedy
     pfsp_weighting: str = "squared"    # squared | variance | linear | uniform
-    checkpoint_add_interval: int = 10  # epochs between ingesting the learner as a candidate
+    checkpoint_add_interval: int = 20  # epochs between ingesting the learner as a candidate
     pool_size: int = 8                 # frozen members kept (champion included)
     keep_recent: int = 3               # newest members always kept
     keep_old: int = 2                  # oldest members always kept
-    eval_games: int = 64               # games per evaluation match
-    promotion_min_games: int = 64      # games vs the champion needed before a promotion
-    promotion_min_winrate: float = 0.55  # Wilson lower bound vs the champion must clear this
+    eval_games: int = 128              # games per evaluation match
+    promotion_min_games: int = 128     # games vs the champion needed before a promotion
+    promotion_min_winrate: float = 0.5  # Wilson lower bound vs the champion must clear this
     promotion_z: float = 1.96          # z of that Wilson interval
-    baseline_min_winrate: float = 0.6  # win rate vs the greedy baseline a candidate needs
+    baseline_min_winrate: float = 0.5  # win rate vs each baseline bot a candidate needs
     payoff_decay: float = 0.99         # payoff counts are multiplied by this on every update
     rating: str = "openskill"          # rating system (OpenSkill Plackett-Luce)
-    opponent_batch: int = 256          # max rows per frozen-member forward (padded buckets)
+    opponent_batch: int = 256          # max rows per member in one stacked frozen forward (padded)
 
 
 @dataclass

@@ -241,10 +241,11 @@ class League:
 
     def act_opponents(self, obs: np.ndarray, rows: np.ndarray, actions: np.ndarray) -> None:
         """Writes the opponents' actions for active opponent `rows` into `actions` (one batched
-        call per distinct opponent: bots, then one forward per frozen member)."""
+        call per bot, one stacked forward for all the frozen members)."""
         if len(rows) == 0:
             return
         codes = self.matchmaker.row_opponent_codes()[rows]
+        frozen = {}
         for code in np.unique(codes):
             sel = rows[codes == code]
             who = self.matchmaker.id_of(code)
@@ -253,7 +254,10 @@ class League:
             elif who == GREEDY:
                 actions[sel] = greedy_actions(self.greedy_env, sel)
             else:
-                actions[sel] = self.opponents.act(who, obs, sel)
+                frozen[who] = sel
+        if frozen:
+            for who, acts in self.opponents.act(obs, frozen).items():
+                actions[frozen[who]] = acts
 
     def after_step(self, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray,
                    global_step: int) -> np.ndarray:
@@ -321,13 +325,13 @@ class League:
 
     def state_dict(self) -> dict:
         """For the trainer's checkpoint (torch.save: holds tensors): per-game matchups and
-        learner seats, RNG states, and every loaded member's per-row LSTM state, so a resume
+        learner seats, RNG states, and the frozen members' per-row LSTM state, so a resume
         that restores the env's games mid-episode continues them exactly."""
         return {"matchmaker": self.matchmaker.state_dict(), "rng": self.rng.bit_generator.state,
                 "global_step": self.global_step,
                 "opponents_generator": self.opponents.generator.get_state().tolist(),
-                "opponent_states": {m: {"h": st.h.detach().cpu().clone(), "c": st.c.detach().cpu().clone()}
-                                    for m, st in self.opponents.members.items()}}
+                "opponent_state": None if self.opponents.h is None else
+                {"h": self.opponents.h.detach().cpu().clone(), "c": self.opponents.c.detach().cpu().clone()}}
 
     def load_state_dict(self, state: dict) -> None:
         """Restores `state_dict()`; load the manager's state first. A running game whose frozen
@@ -351,7 +355,7 @@ class League:
                       f"games continue as self-play")
                 mm.game_code[games] = 0
                 mm._update_mask(games)
-        for m, st in state.get("opponent_states", {}).items():
-            if m in self.opponents:
-                self.opponents.members[m].h.copy_(st["h"])
-                self.opponents.members[m].c.copy_(st["c"])
+        saved = state.get("opponent_state")
+        if saved is not None and self.opponents.h is not None:
+            self.opponents.h.copy_(saved["h"])
+            self.opponents.c.copy_(saved["c"])

@@ -48,7 +48,7 @@ def _check_eps(value) -> float:
 def _stage_mask(values: torch.Tensor, consistent: torch.Tensor, n: int) -> torch.Tensor:
     """values [B, L] long, consistent [B, L] bool -> [B, n] bool: values present in consistent tuples."""
     z = torch.zeros(values.shape[0], n, dtype=torch.float32, device=values.device)
-    return z.scatter_add_(1, values.clamp(0, n - 1), consistent.to(torch.float32)) > 0
+    return z.scatter_add(1, values.clamp(0, n - 1), consistent.to(torch.float32)) > 0   # out of place: vmap-able
 
 
 def _stage_logp(logits: torch.Tensor, mask: torch.Tensor, temperature: torch.Tensor,
@@ -97,9 +97,12 @@ class TCGSampler:
         return self._params.clone() if device is None else self._params.to(device, copy=True)
 
     # ------------------------------------------------------------------ sampling
-    def sample(self, policy, out, ent, legal, count, params=None, generator=None, argmax: bool = False):
-        """-> (actions [..., 4] long, logprob [...], entropy [...]). Call under torch.no_grad() in rollouts."""
-        return self._run(policy, out, ent, legal, count, params, None, generator, argmax)
+    def sample(self, policy, out, ent, legal, count, params=None, generator=None, argmax: bool = False,
+               uniforms=None):
+        """-> (actions [..., 4] long, logprob [...], entropy [...]). Call under torch.no_grad() in rollouts.
+        `uniforms` [..., 4, U] (U >= every stage's size), when given, are the U(0, 1) draws of
+        the four stages (no RNG inside: the frozen opponents' vmapped forward passes them)."""
+        return self._run(policy, out, ent, legal, count, params, None, generator, argmax, uniforms)
 
     def greedy(self, policy, out, ent, legal, count, params=None):
         """Argmax at every stage (evaluation)."""
@@ -110,7 +113,7 @@ class TCGSampler:
         _, logprob, entropy = self._run(policy, out, ent, legal, count, params, actions, None, False)
         return logprob, entropy
 
-    def _run(self, policy, out, ent, legal, count, params, actions, generator, argmax):
+    def _run(self, policy, out, ent, legal, count, params, actions, generator, argmax, uniforms=None):
         lead = out.shape[:-1]
         out = out.reshape(-1, out.shape[-1])
         B = out.shape[0]
@@ -150,8 +153,12 @@ class TCGSampler:
             elif argmax:
                 choice = torch.where(mask, logp, torch.full_like(logp, -math.inf)).argmax(-1)
             else:
-                u = torch.rand(logp.shape, generator=generator, device=logp.device) if generator is not None \
-                    else torch.rand_like(logp)
+                if uniforms is not None:
+                    u = uniforms.reshape(B, 4, -1)[:, k, :logp.shape[1]]
+                elif generator is not None:
+                    u = torch.rand(logp.shape, generator=generator, device=logp.device)
+                else:
+                    u = torch.rand_like(logp)
                 gumbel = -torch.log(-torch.log(u.clamp(1e-20, 1.0 - 1e-7)))
                 choice = torch.where(mask, logp + gumbel, torch.full_like(logp, -math.inf)).argmax(-1)
             choice = torch.where(row_ok, choice, torch.zeros_like(choice))
