@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from tcgleague import train as train_cli
 from tcgleague.bots import random_actions
+from tcgleague.checkpoint import load_checkpoint, save_checkpoint
 from tcgleague.config import ConfigError, LeagueConfig, load_config
 from tcgleague.env import TCGEnv
 from tcgleague.league import SELF, League, Matchmaker, pfsp_weights
@@ -21,6 +24,8 @@ from tcgleague.league_manager import (STATE_FILE, LeagueManager, MatchPlayer, Pa
 from tcgleague.opponents import FrozenOpponents, bucket_size, load_member_policy
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy, legal_from_obs
 from tcgleague.policy.tcg_sampler import TCGSampler
+from tcgleague.resume import ResumeOptions, apply_resume
+from tcgleague.trainer import Trainer
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -312,6 +317,54 @@ def test_stacked_forward_matches_each_member_alone():
         assert np.array_equal(got[m], want.numpy()), m
         torch.testing.assert_close(opp.h[r], h, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(opp.c[r], c, rtol=1e-5, atol=1e-6)
+
+
+# ---- the headline command ----------------------------------------------------------------------
+def test_league_smoke_run_fills_pool_promotes_and_logs(tmp_path):
+    """`python train.py --league-enable --config configs/smoke.ini`: the smoke config's [league]
+    keys make the pool fill and promotion decisions happen; the state file and its .bak are
+    written and the league/* keys are logged."""
+    argv = ["--league-enable", "--config", str(CONFIGS / "smoke.ini"), "--base.experiments-dir", str(tmp_path)]
+    assert train_cli.main(argv) == 0
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    state_file = run_dir / "league" / STATE_FILE
+    assert state_file.is_file() and state_file.with_name(STATE_FILE + ".bak").is_file()
+    state = json.loads(state_file.read_text())
+    assert state["candidates"] == 4 and state["promotions"] >= 1 and len(state["members"]) == 3
+    assert state["champion"] in {m["id"] for m in state["members"]}
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    for key in ("league/active", "league/pool_size", "league/latest_opponent_fraction",
+                "league/champion_rating", "league/promotions"):
+        assert all(key in x for x in lines), key
+    assert lines[-1]["league/active"] == 1.0 and lines[-1]["league/pool_size"] == 3
+    assert lines[-1]["league/promotions"] == state["promotions"]
+    assert math.isfinite(lines[-1]["league/champion_rating"])
+
+
+def test_league_run_resumes_exactly_through_a_checkpoint(tmp_path):
+    """Trainer-level resume of a league run (fresh objects, optimizer loaded): after two more
+    epochs the weights, the pool, ratings and payoff, and the matchups equal the straight run's."""
+    over = ["--league.enable", "true", "--train.eval-interval", "0", "--league.pool-size", "8",
+            "--env.num-games", "8"]
+    a = Trainer(load_config(CONFIGS / "smoke.ini", over), tmp_path / "smoke_a")
+    a.train_epoch()
+    a.train_epoch()
+    path = save_checkpoint(a, 5)
+    a.train_epoch()
+    a.train_epoch()
+    b = Trainer(load_config(CONFIGS / "smoke.ini", over), tmp_path / "smoke_b")
+    apply_resume(b, load_checkpoint(path, b.policy_config), ResumeOptions(str(path), load_optimizer=True),
+                 log=lambda s: None)
+    b.train_epoch()
+    b.train_epoch()
+    ma, mb = a.league.manager.state_dict(), b.league.manager.state_dict()
+    assert ma["candidates"] == 4 and ma["promotions"] >= 1
+    for key in ("champion", "ratings", "payoff", "promotions", "candidates", "decisions"):
+        assert ma[key] == mb[key], key
+    assert [m["id"] for m in ma["members"]] == [m["id"] for m in mb["members"]]
+    assert a.league.matchmaker.opponent_ids() == b.league.matchmaker.opponent_ids()
+    for name, t in a.policy.state_dict().items():
+        assert torch.equal(t, b.policy.state_dict()[name]), name
 
 
 # ---- promotion --------------------------------------------------------------------------------

@@ -131,7 +131,7 @@ class LeagueConfig:
     promotion_min_games: int = 128     # games vs the champion needed before a promotion
     promotion_min_winrate: float = 0.5  # Wilson lower bound vs the champion must clear this
     promotion_z: float = 1.96          # z of that Wilson interval
-    baseline_min_winrate: float = 0.5  # win rate vs each baseline bot a candidate needs
+    baseline_min_winrate: float = 0.5  # win rate vs the greedy baseline a candidate needs
     payoff_decay: float = 0.99         # payoff counts are multiplied by this on every update
     rating: str = "openskill"          # rating system (OpenSkill Plackett-Luce)
     opponent_batch: int = 256          # max rows per member in one stacked frozen forward (padded)
