@@ -341,6 +341,29 @@ def test_league_smoke_run_fills_pool_promotes_and_logs(tmp_path):
     assert math.isfinite(lines[-1]["league/champion_rating"])
 
 
+def test_opponent_rows_never_enter_the_learner_batch(tmp_path):
+    """Trainer.collect with every game against a bot: the buffer holds exactly the learner's
+    deciding rows, step by step; the bots' rows are acted for and never stored."""
+    over = ["--league.enable", "true", "--league.activate-after-steps", "0", "--league.latest-ratio", "0",
+            "--league.bot-ratio", "1", "--train.eval-interval", "0"]
+    trainer = Trainer(load_config(CONFIGS / "smoke.ini", over), tmp_path / "run")
+    learner_rows, opponent_rows = [], 0
+    step = trainer.env.step
+
+    def spy(actions):
+        rows = np.flatnonzero(trainer.env.masks)
+        mine = trainer.league.learner_mask[rows]
+        learner_rows.append(rows[mine])
+        nonlocal opponent_rows
+        opponent_rows += int((~mine).sum())
+        return step(actions)
+    trainer.env.step = spy
+    trainer.collect()
+    buf = trainer.buffer
+    assert buf.size == trainer.cfg.train.batch_size and opponent_rows > 0
+    assert np.array_equal(buf.rows[:buf.size], np.concatenate(learner_rows)[:buf.size])
+
+
 def test_league_run_resumes_exactly_through_a_checkpoint(tmp_path):
     """Trainer-level resume of a league run (fresh objects, optimizer loaded): after two more
     epochs the weights, the pool, ratings and payoff, and the matchups equal the straight run's."""
