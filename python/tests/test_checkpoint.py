@@ -342,6 +342,12 @@ def test_evaluate_checkpoint_json_report(straight, tmp_path, capsys):
     assert eval_cli.main([str(ckpt(run_a, 4)), "--opponent", str(ckpt(run_a, 1)), "--episodes", "8",
                           "--argmax", "--json", str(out)]) == 0
     assert json.loads(out.read_text())["opponent"] == str(ckpt(run_a, 1))
+    # SPEC's form, --checkpoint PATH, is the same; giving it twice or not at all is an error
+    assert eval_cli.main(["--checkpoint", str(ckpt(run_a, 4)), "--opponent", "random", "--episodes", "4"]) == 0
+    for argv in ([], [str(ckpt(run_a, 4)), "--checkpoint", str(ckpt(run_a, 4))]):
+        with pytest.raises(SystemExit):
+            eval_cli.main(argv)
+    assert "give the checkpoint once" in capsys.readouterr().err
 
 
 def test_duplicate_format_gives_the_learner_both_hands_of_every_deal(straight):

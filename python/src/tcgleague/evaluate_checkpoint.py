@@ -91,7 +91,8 @@ def print_report(r: dict, console: Console | None = None) -> None:
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python evaluate_checkpoint.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoint", help="a model_<run>_<epoch>.pt file")
+    p.add_argument("checkpoint", nargs="?", help="a model_<run>_<epoch>.pt file (or give it as --checkpoint)")
+    p.add_argument("--checkpoint", dest="checkpoint_flag", metavar="PATH", help="the same, as a flag (SPEC's form)")
     p.add_argument("--opponent", default="greedy", help="random | greedy | another checkpoint's path (default greedy)")
     p.add_argument("--episodes", type=int, default=1000, help="games (rounded up to whole deals of 2; default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the pre-generated deals and the sampling (default 0)")
@@ -105,6 +106,9 @@ def parse_args(argv):
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     p.add_argument("--json", type=Path, metavar="OUT", help="write the report to this JSON file")
     args = p.parse_args(argv)
+    if (args.checkpoint is None) == (args.checkpoint_flag is None):
+        p.error("give the checkpoint once: as the positional CHECKPOINT or as --checkpoint PATH")
+    args.checkpoint = args.checkpoint or args.checkpoint_flag
     if args.episodes < 1:
         p.error("--episodes must be >= 1")
     if args.temperature is not None and not args.temperature > 0:
