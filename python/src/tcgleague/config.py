@@ -51,7 +51,7 @@ class BaseConfig:
 class EnvConfig:
     num_games: int = 1024
     turn_cap: int = 30
-    reward_shaping: float = 0.2
+    reward_shaping: float = 0.0
     deck_pool: str = ""  # "" = uniform starter decks; else a JSON path
 
 
