@@ -10,7 +10,7 @@ ENGINE_SOURCES := $(wildcard $(ENGINE_DIR)/*.c $(ENGINE_DIR)/*.h)
 ENGINE_SO := $(ENGINE_DIR)/.built-stamp
 CONFIG ?= configs/default.ini
 
-.PHONY: setup build train test bench sanitize clean
+.PHONY: setup build train lint test bench sanitize clean
 
 setup: $(SETUP_STAMP) $(ENGINE_SO)
 
@@ -20,7 +20,7 @@ $(SETUP_STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt --upgrade pip setuptools wheel
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt numpy gymnasium pettingzoo wandb rich openskill matplotlib psutil pytest
+	$(PIP) install -q -c constraints.txt numpy gymnasium pettingzoo wandb rich openskill matplotlib psutil pytest ruff==0.17.6
 	$(PIP) install -q --no-deps pufferlib-core==3.0.23
 	$(PIP) install -q --no-deps --no-build-isolation -e .
 	touch $@
@@ -35,7 +35,12 @@ build: setup
 train: setup
 	$(PY) train.py --config $(CONFIG)
 
-test: setup
+# ruff lint + format check (configured in pyproject.toml); `make test` runs it first.
+lint: setup
+	$(VENV)/bin/ruff check python
+	$(VENV)/bin/ruff format --check python
+
+test: setup lint
 	$(PY) -m pytest -q
 
 # The quick benchmarks; `python -m tcgleague.bench compile|league|learn` are longer (see README).

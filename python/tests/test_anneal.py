@@ -64,14 +64,20 @@ def test_end_before_start_is_an_error():
 
 
 def test_from_config_and_values():
-    cfg = load_config(None, [
-        "--train.total_timesteps=1000",
-        "--policy.subaction_temperature_initial=1.2", "--policy.subaction_temperature_final=1.0",
-        "--policy.smoothing_eps_initial=0.05", "--policy.smoothing_eps_final=0.0",
-        "--policy.smoothing_eps_anneal_end_step=500",
-        "--train.ent_coef_initial=0.01", "--train.ent_coef_final=0.0",
-        "--train.ent_coef_anneal_start_frac=0.5",
-    ])
+    cfg = load_config(
+        None,
+        [
+            "--train.total_timesteps=1000",
+            "--policy.subaction_temperature_initial=1.2",
+            "--policy.subaction_temperature_final=1.0",
+            "--policy.smoothing_eps_initial=0.05",
+            "--policy.smoothing_eps_final=0.0",
+            "--policy.smoothing_eps_anneal_end_step=500",
+            "--train.ent_coef_initial=0.01",
+            "--train.ent_coef_final=0.0",
+            "--train.ent_coef_anneal_start_frac=0.5",
+        ],
+    )
     anneals = anneals_from_config(cfg)
     assert set(anneals) == {"subaction_temperature", "smoothing_eps", "ent_coef"}
     assert anneals["smoothing_eps"].end_step == 500

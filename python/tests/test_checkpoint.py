@@ -1,9 +1,11 @@
 """Checkpoints, resume and evaluate_checkpoint (SPEC §7): exact continuation, refusals that say
 what differs, source-hash warnings, integrity errors, atomic saves, retention, compiled-model
 keys, the post-resume health probe, and the duplicate-format evaluation."""
+
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -14,21 +16,34 @@ import torch
 
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague import train as train_cli
-from tcgleague.checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint,
-                                  save_checkpoint)
+from tcgleague.build import build_trainer
+from tcgleague.checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
 from tcgleague.config import load_config
-from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
-from tcgleague.evaluate import play_duplicate
+from tcgleague.layout import PASS
+from tcgleague.match import bot_side, play_match, policy_side
+from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
+from tcgleague.scoring import Tally, wilson_interval
+from tcgleague.train import checkpoint_writer
 from tcgleague.trainer import Trainer
 
 SMOKE = "configs/smoke.ini"
-PASS = LAYOUT["action_types"]["pass"]
 # Anneals that move every epoch, so "same anneal values" means something.
-ANNEALS = ["--policy.subaction-temperature-initial", "1.5", "--policy.subaction-temperature-final", "1.0",
-           "--policy.smoothing-eps-initial", "0.1", "--policy.smoothing-eps-final", "0.0",
-           "--train.ent-coef-initial", "0.02", "--train.ent-coef-final", "0.0"]
+ANNEALS = [
+    "--policy.subaction-temperature-initial",
+    "1.5",
+    "--policy.subaction-temperature-final",
+    "1.0",
+    "--policy.smoothing-eps-initial",
+    "0.1",
+    "--policy.smoothing-eps-final",
+    "0.0",
+    "--train.ent-coef-initial",
+    "0.02",
+    "--train.ent-coef-final",
+    "0.0",
+]
 COMMON = ["--config", SMOKE, "--train.eval-interval", "0", "--train.checkpoint-interval", "1", *ANNEALS]
 
 
@@ -58,6 +73,11 @@ def ckpt(run_dir: Path, epoch: int) -> Path:
     return run_dir / f"model_smoke_{epoch:06d}.pt"
 
 
+def save(trainer: Trainer, run_dir: Path, max_checkpoints: int) -> Path:
+    """The trainer's state as run `smoke`'s checkpoint for its current epoch, with retention."""
+    return save_checkpoint(run_dir, "smoke", trainer.state_dict(), trainer.cfg.to_dict(), max_checkpoints)
+
+
 def tampered(src: Path, dst: Path, edit) -> Path:
     state = torch.load(src, weights_only=True)
     edit(state)
@@ -84,25 +104,48 @@ def assert_same(a, b, where="checkpoint"):
 def test_resume_with_optimizer_is_bit_identical_to_straight_training(straight, capsys):
     base, run_a = straight
     capsys.readouterr()
-    rc = train_cli.main([*COMMON, "--base.experiments-dir", str(base), "--resume-checkpoint", str(ckpt(run_a, 2)),
-                         "--resume-load-optimizer"])
+    rc = train_cli.main(
+        [
+            *COMMON,
+            "--base.experiments-dir",
+            str(base),
+            "--resume-checkpoint",
+            str(ckpt(run_a, 2)),
+            "--resume-load-optimizer",
+        ]
+    )
     out = capsys.readouterr()
     assert rc == 0
     (run_b,) = run_dirs(base) - {run_a}
-    assert sorted(p.name for p in run_b.glob("*.pt")) == ["model_smoke_000003.pt", "model_smoke_000004.pt"], \
+    assert sorted(p.name for p in run_b.glob("*.pt")) == ["model_smoke_000003.pt", "model_smoke_000004.pt"], (
         "a resumed run writes into its own new run directory, continuing the epoch numbering"
+    )
     assert "exact continuation" in out.out and "health probe ok" in out.out
     assert "WARNING" not in out.out + out.err, "a healthy resume prints no warning"
     a = torch.load(ckpt(run_a, 4), weights_only=True)
     b = torch.load(ckpt(run_b, 4), weights_only=True)
     assert b["resumed_from"] == str(ckpt(run_a, 2)) and a["resumed_from"] is None
     assert a["global_step"] == b["global_step"] == 2048 and a["epoch"] == b["epoch"] == 4
-    for key in ("policy", "optimizer", "scheduler", "anneal", "anneal_offset", "sampling_params", "rng",
-                "run_state", "health", "policy_config", "config"):
+    for key in (
+        "policy",
+        "optimizer",
+        "scheduler",
+        "anneal",
+        "anneal_offset",
+        "sampling_params",
+        "rng",
+        "run_state",
+        "health",
+        "policy_config",
+        "config",
+    ):
         assert_same(a[key], b[key], key)
     assert a["anneal"]["sampler/subaction_temperature"] == pytest.approx(1.0)  # annealed to the end
-    assert_same({k: v for k, v in a["metrics"].items() if not k.startswith("perf/")},
-                {k: v for k, v in b["metrics"].items() if not k.startswith("perf/")}, "metrics")
+    assert_same(
+        {k: v for k, v in a["metrics"].items() if not k.startswith("perf/")},
+        {k: v for k, v in b["metrics"].items() if not k.startswith("perf/")},
+        "metrics",
+    )
     # the epoch-3 metrics (first after resume) carry the health probe; the anneals match too
     lines_a = [json.loads(x) for x in (run_a / "metrics.jsonl").read_text().splitlines()]
     lines_b = [json.loads(x) for x in (run_b / "metrics.jsonl").read_text().splitlines()]
@@ -114,22 +157,35 @@ def test_resume_with_optimizer_is_bit_identical_to_straight_training(straight, c
 
 def test_serial_backend_resume_is_exact(tmp_path):
     """The same through the pufferlib Serial backend (two env objects), in fresh objects."""
-    over = ["--train.eval-interval", "0", "--vec.backend", "serial", "--vec.num-envs", "2", "--env.num-games", "8",
-            *ANNEALS]
-    a = Trainer(load_config(SMOKE, over), tmp_path / "smoke_a")
-    a.run_dir.mkdir()
+    over = [
+        "--train.eval-interval",
+        "0",
+        "--vec.backend",
+        "serial",
+        "--vec.num-envs",
+        "2",
+        "--env.num-games",
+        "8",
+        *ANNEALS,
+    ]
+    cfg = load_config(SMOKE, over)
+    run_dir = tmp_path / "smoke_a"
+    run_dir.mkdir()
+    a = build_trainer(cfg, run_dir)
     a.train_epoch()
-    path = save_checkpoint(a, 5)
+    path = checkpoint_writer(run_dir, cfg)(a)  # what train.py hands the trainer as checkpoint_fn
+    assert path == ckpt(run_dir, 1)
     a.train_epoch()
-    b = Trainer(load_config(SMOKE, over), tmp_path / "smoke_b")
-    apply_resume(b, load_checkpoint(path, b.policy_config), ResumeOptions(str(path), load_optimizer=True))
+    b = build_trainer(load_config(SMOKE, over), tmp_path / "smoke_b")
+    apply_resume(b, load_checkpoint(path, b.policy.config), ResumeOptions(str(path), load_optimizer=True))
     b.train_epoch()
-    assert len(b.env.get_state()["engines"]) == 2
+    assert len(b.env.state_dict()["engines"]) == 2
     assert_same(a.policy.state_dict(), b.policy.state_dict(), "policy")
     assert_same(a.optimizer.state_dict(), b.optimizer.state_dict(), "optimizer")
     assert_same(a.generator.get_state(), b.generator.get_state(), "generator")
-    assert_same(a.env.get_state()["engines"], b.env.get_state()["engines"], "engines")
-    assert a.global_step == b.global_step == 1024 and torch.equal(a.state_h, b.state_h)
+    assert_same(a.env.state_dict()["engines"], b.env.state_dict()["engines"], "engines")
+    assert a.global_step == b.global_step == 1024
+    assert torch.equal(a.learner.state.h, b.learner.state.h) and torch.equal(a.learner.state.c, b.learner.state.c)
 
 
 def test_weights_only_resume_continues_anneals_by_offset_and_resets_critic(straight, tmp_path, capsys):
@@ -138,9 +194,9 @@ def test_weights_only_resume_continues_anneals_by_offset_and_resets_critic(strai
     stored = torch.load(path, weights_only=True)
     for extra, reset in ((["--env.reward-shaping", "0.1"], True), ([], False)):
         cfg = load_config(SMOKE, ["--train.eval-interval", "0", *ANNEALS, *extra])
-        trainer = Trainer(cfg, tmp_path)
+        trainer = build_trainer(cfg, tmp_path)
         capsys.readouterr()
-        apply_resume(trainer, load_checkpoint(path, trainer.policy_config), ResumeOptions(str(path)))
+        apply_resume(trainer, load_checkpoint(path, trainer.policy.config), ResumeOptions(str(path)))
         out = capsys.readouterr().out
         assert trainer.global_step == 0 and trainer.epoch == 0
         assert trainer.anneal_offset == 1024 and "anneal_offset = 1024" in out
@@ -167,10 +223,13 @@ def test_layout_mismatch_is_refused_by_resume_and_evaluation_with_the_same_messa
 
     def edit(s):
         s["fingerprint"]["obs_layout_hash"] = "abc" + "0" * 61
+
     bad = tampered(ckpt(run_a, 1), tmp_path / "model_smoke_000001.pt", edit)
     resume_err, eval_err = refusal(
-        capsys, [*COMMON, "--base.experiments-dir", str(tmp_path / "exp"), "--resume-checkpoint", str(bad)],
-        [str(bad), "--episodes", "2"])
+        capsys,
+        [*COMMON, "--base.experiments-dir", str(tmp_path / "exp"), "--resume-checkpoint", str(bad)],
+        [str(bad), "--episodes", "2"],
+    )
     assert "observation layout hash differs: checkpoint abc" in resume_err and str(bad) in resume_err
     assert resume_err.split("resume refused: ")[1] == eval_err.split("evaluation refused: ")[1]
     assert not (tmp_path / "exp").exists(), "a refused resume creates no run directory"
@@ -179,8 +238,17 @@ def test_layout_mismatch_is_refused_by_resume_and_evaluation_with_the_same_messa
 def test_architecture_mismatch_names_the_field(straight, tmp_path, capsys):
     _, run_a = straight
     capsys.readouterr()
-    rc = train_cli.main([*COMMON, "--base.experiments-dir", str(tmp_path), "--policy.hidden-size", "64",
-                         "--resume-checkpoint", str(ckpt(run_a, 1))])
+    rc = train_cli.main(
+        [
+            *COMMON,
+            "--base.experiments-dir",
+            str(tmp_path),
+            "--policy.hidden-size",
+            "64",
+            "--resume-checkpoint",
+            str(ckpt(run_a, 1)),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "architecture differs: hidden_size 32 vs 64" in err
 
@@ -190,6 +258,7 @@ def test_changed_source_warns_and_strict_refuses_naming_the_file(straight, tmp_p
 
     def edit(s):
         s["fingerprint"]["source_hashes"]["policy/tcg_sampler.py"] = "0" * 64
+
     path = tampered(ckpt(run_a, 1), tmp_path / "model_smoke_000001.pt", edit)
     loaded = load_checkpoint(path)
     assert len(loaded.warnings) == 1 and "policy/tcg_sampler.py" in loaded.warnings[0]
@@ -197,8 +266,10 @@ def test_changed_source_warns_and_strict_refuses_naming_the_file(straight, tmp_p
     with pytest.raises(CheckpointError, match=r"--resume-strict.*policy/tcg_sampler\.py"):
         load_checkpoint(path, strict=True)
     resume_err, eval_err = refusal(
-        capsys, [*COMMON, "--base.experiments-dir", str(tmp_path), "--resume-checkpoint", str(path), "--resume-strict"],
-        [str(path), "--strict", "--episodes", "2"])
+        capsys,
+        [*COMMON, "--base.experiments-dir", str(tmp_path), "--resume-checkpoint", str(path), "--resume-strict"],
+        [str(path), "--strict", "--episodes", "2"],
+    )
     assert "policy/tcg_sampler.py" in resume_err
     assert resume_err.split("resume refused: ")[1] == eval_err.split("evaluation refused: ")[1]
 
@@ -209,6 +280,7 @@ def test_legacy_checkpoint_without_fingerprint_warns_and_strict_refuses(straight
     def strip(s):
         for key in ("format", "format_version", "fingerprint", "run_state", "rng"):
             del s[key]
+
     path = tampered(ckpt(run_a, 1), tmp_path / "legacy.pt", strip)
     loaded = load_checkpoint(path)
     assert "no fingerprint" in loaded.warnings[0] and loaded.global_step == 512
@@ -232,8 +304,10 @@ def test_truncated_and_corrupted_files_give_a_clear_error_naming_the_file(straig
     with pytest.raises(CheckpointError, match="checkpoint not found: .*missing.pt"):
         load_checkpoint(tmp_path / "missing.pt")
     resume_err, eval_err = refusal(
-        capsys, [*COMMON, "--base.experiments-dir", str(tmp_path), "--resume-checkpoint", str(corrupted)],
-        [str(corrupted), "--episodes", "2"])
+        capsys,
+        [*COMMON, "--base.experiments-dir", str(tmp_path), "--resume-checkpoint", str(corrupted)],
+        [str(corrupted), "--episodes", "2"],
+    )
     assert str(corrupted) in resume_err and "CRC" in resume_err
     assert resume_err.split("resume refused: ")[1] == eval_err.split("evaluation refused: ")[1]
 
@@ -246,60 +320,80 @@ def test_latest_without_checkpoints_is_an_error(tmp_path, capsys):
 # ---- saving -----------------------------------------------------------------------------------
 @pytest.fixture
 def idle_trainer(tmp_path):
+    """(a trainer that has not trained, its run directory <tmp_path>/smoke_run1, created)."""
     cfg = load_config(SMOKE, ["--train.eval-interval", "0", "--base.experiments-dir", str(tmp_path)])
-    return Trainer(cfg, tmp_path / "smoke_run1")
+    run_dir = tmp_path / "smoke_run1"
+    run_dir.mkdir()
+    return build_trainer(cfg, run_dir), run_dir
 
 
 def test_save_killed_before_rename_leaves_latest_at_the_previous_checkpoint(idle_trainer, tmp_path, monkeypatch):
-    t = idle_trainer
-    t.run_dir.mkdir()
+    t, run_dir = idle_trainer
     t.epoch = 1
-    first = save_checkpoint(t, 5)
+    first = save(t, run_dir, 5)
     t.epoch = 2
 
     def killed(src, dst):
         raise OSError("killed between write and rename")
+
     monkeypatch.setattr(os, "replace", killed)
     with pytest.raises(OSError, match="killed"):
-        save_checkpoint(t, 5)
+        save(t, run_dir, 5)
     monkeypatch.undo()
     assert latest_checkpoint(tmp_path, "smoke") == first
-    assert sorted(p.name for p in t.run_dir.iterdir()) == sorted([first.name, first.with_suffix(".json").name]), \
+    assert sorted(p.name for p in run_dir.iterdir()) == sorted([first.name, first.with_suffix(".json").name]), (
         "no temp file or partial checkpoint is left behind"
+    )
     assert load_checkpoint(first).state["epoch"] == 1
 
 
 def test_max_checkpoints_is_enforced_and_latest_is_the_newest(idle_trainer, tmp_path):
-    t = idle_trainer
-    t.run_dir.mkdir()
+    t, run_dir = idle_trainer
     for epoch in range(1, 6):
         t.epoch = epoch
-        save_checkpoint(t, 2)
-    assert [p.name for p in list_checkpoints(t.run_dir, "smoke")] == ["model_smoke_000004.pt", "model_smoke_000005.pt"]
-    assert sorted(p.name for p in t.run_dir.glob("*.json")) == ["model_smoke_000004.json", "model_smoke_000005.json"]
+        save(t, run_dir, 2)
+    assert [p.name for p in list_checkpoints(run_dir, "smoke")] == ["model_smoke_000004.pt", "model_smoke_000005.pt"]
+    assert sorted(p.name for p in run_dir.glob("*.json")) == ["model_smoke_000004.json", "model_smoke_000005.json"]
     assert latest_checkpoint(tmp_path, "smoke").name == "model_smoke_000005.pt"
-    sidecar = json.loads((t.run_dir / "model_smoke_000005.json").read_text())
+    sidecar = json.loads((run_dir / "model_smoke_000005.json").read_text())
     fp = sidecar["fingerprint"]
-    assert {"engine/rules.c", "engine/tcg.h", "engine/cards.json", "policy/tcg_policy.py", "policy/tcg_sampler.py",
-            "trainer.py", "rollout.py", "ppo.py"} <= set(fp["source_hashes"])
+    assert {
+        "engine/rules.c",
+        "engine/tcg.h",
+        "engine/cards.json",
+        "policy/tcg_policy.py",
+        "policy/tcg_sampler.py",
+        "trainer.py",
+        "rollout.py",
+        "ppo.py",
+    } <= set(fp["source_hashes"])
     assert fp["obs_layout_hash"] and fp["action_space_hash"] and fp["config_hash"]
     assert set(fp["versions"]) == {"tcgleague", "torch", "python", "numpy"}
 
 
 def test_compiled_model_saves_uncompiled_keys_and_loads_back(idle_trainer, tmp_path):
-    t = idle_trainer
-    t.run_dir.mkdir()
+    t, run_dir = idle_trainer
     plain = t.policy
-    t.policy = torch.compile(plain)          # lazy: nothing is compiled until it is called
+    t.policy = torch.compile(plain)  # lazy: nothing is compiled until it is called
     assert any(k.startswith("_orig_mod.") for k in t.policy.state_dict())
     t.epoch = 1
-    path = save_checkpoint(t, 5)
+    path = save(t, run_dir, 5)
     keys = set(torch.load(path, weights_only=True)["policy"])
     assert keys == set(plain.state_dict()) and not any("_orig_mod" in k for k in keys)
-    other = Trainer(t.cfg, tmp_path / "other")
+    other = build_trainer(t.cfg, tmp_path / "other")
+    with torch.no_grad():
+        for p in other.policy.parameters():
+            p.add_(1.0)  # so loading the weights has something to change
     other.policy = torch.compile(other.policy)
-    apply_resume(other, load_checkpoint(path, other.policy_config), ResumeOptions(str(path)))
+    apply_resume(other, load_checkpoint(path, other.policy._orig_mod.config), ResumeOptions(str(path)))
     assert all(torch.equal(plain.state_dict()[k], v) for k, v in other.policy._orig_mod.state_dict().items())
+    # weights saved under compiled keys (torch.compile's prefix, anywhere in a key) load too
+
+    def prefixed(s):
+        s["policy"] = {"_orig_mod." + k: v for k, v in s["policy"].items()}
+
+    loaded = load_checkpoint(tampered(path, tmp_path / "prefixed.pt", prefixed))
+    assert all(torch.equal(plain.state_dict()[k], v) for k, v in loaded.policy.state_dict().items())
 
 
 # ---- health probe --------------------------------------------------------------------------------
@@ -307,11 +401,12 @@ def test_collapsed_policy_triggers_the_health_warning(straight, tmp_path, capsys
     _, run_a = straight
 
     def collapse(s):
-        s["policy"]["type_head.bias"][PASS] = 60.0      # PASS ~certain whenever it is legal
+        s["policy"]["type_head.bias"][PASS] = 60.0  # PASS ~certain whenever it is legal
+
     path = tampered(ckpt(run_a, 2), tmp_path / "model_smoke_000002.pt", collapse)
     cfg = load_config(SMOKE, ["--train.eval-interval", "0", *ANNEALS])
-    trainer = Trainer(cfg, tmp_path / "run")
-    apply_resume(trainer, load_checkpoint(path, trainer.policy_config), ResumeOptions(str(path), True))
+    trainer = build_trainer(cfg, tmp_path / "run")
+    apply_resume(trainer, load_checkpoint(path, trainer.policy.config), ResumeOptions(str(path), True))
     capsys.readouterr()
     metrics = trainer.train_epoch()
     out = capsys.readouterr()
@@ -325,22 +420,54 @@ def test_collapsed_policy_triggers_the_health_warning(straight, tmp_path, capsys
 def test_evaluate_checkpoint_json_report(straight, tmp_path, capsys):
     _, run_a = straight
     out = tmp_path / "report.json"
-    assert eval_cli.main([str(ckpt(run_a, 4)), "--opponent", "random", "--episodes", "60", "--seed", "3",
-                          "--json", str(out)]) == 0
+    assert (
+        eval_cli.main(
+            [str(ckpt(run_a, 4)), "--opponent", "random", "--episodes", "60", "--seed", "3", "--json", str(out)]
+        )
+        == 0
+    )
     r = json.loads(out.read_text())
-    for key in ("wins", "losses", "draws", "winrate", "wilson_low", "wilson_high", "mean_length", "entropy",
-                "noop_rate", "per_deck", "per_seat", "per_turn_order", "sampling_params", "global_step"):
+    for key in (
+        "wins",
+        "losses",
+        "draws",
+        "winrate",
+        "wilson_low",
+        "wilson_high",
+        "mean_length",
+        "entropy",
+        "noop_rate",
+        "per_deck",
+        "per_seat",
+        "per_turn_order",
+        "sampling_params",
+        "global_step",
+    ):
         assert key in r, key
     assert r["episodes"] == r["wins"] + r["losses"] + r["draws"] == 60
-    assert r["wilson_low"] <= r["winrate"] <= r["wilson_high"]
+    # win rate and its 95 % Wilson interval, recomputed here from the counts (a draw is half a win)
+    n, score = r["episodes"], r["wins"] + 0.5 * r["draws"]
+    assert r["winrate"] == pytest.approx(score / n)
+    low, high = wilson_by_hand(score, n)
+    assert (r["wilson_low"], r["wilson_high"]) == pytest.approx((low, high), abs=1e-12)
+    for table in ("per_deck", "per_seat", "per_turn_order"):
+        for row in r[table].values():
+            s = row["wins"] + 0.5 * row["draws"]
+            assert row["games"] == row["wins"] + row["losses"] + row["draws"]
+            assert row["winrate"] == pytest.approx(s / row["games"])
+            assert (row["wilson_low"], row["wilson_high"]) == pytest.approx(wilson_by_hand(s, row["games"]), abs=1e-12)
     assert set(r["per_seat"]) == {"seat0", "seat1"} and r["per_seat"]["seat0"]["games"] == 30
     assert r["per_turn_order"]["first"]["games"] == r["per_turn_order"]["second"]["games"] == 30
     stored = torch.load(ckpt(run_a, 4), weights_only=True)["anneal"]
     assert r["sampling_params"]["subaction_temperature"] == pytest.approx(stored["sampler/subaction_temperature"])
     assert "win rate" in capsys.readouterr().out
     # another checkpoint as the opponent
-    assert eval_cli.main([str(ckpt(run_a, 4)), "--opponent", str(ckpt(run_a, 1)), "--episodes", "8",
-                          "--argmax", "--json", str(out)]) == 0
+    assert (
+        eval_cli.main(
+            [str(ckpt(run_a, 4)), "--opponent", str(ckpt(run_a, 1)), "--episodes", "8", "--argmax", "--json", str(out)]
+        )
+        == 0
+    )
     assert json.loads(out.read_text())["opponent"] == str(ckpt(run_a, 1))
     # SPEC's form, --checkpoint PATH, is the same; giving it twice or not at all is an error
     assert eval_cli.main(["--checkpoint", str(ckpt(run_a, 4)), "--opponent", "random", "--episodes", "4"]) == 0
@@ -350,10 +477,37 @@ def test_evaluate_checkpoint_json_report(straight, tmp_path, capsys):
     assert "give the checkpoint once" in capsys.readouterr().err
 
 
+def wilson_by_hand(score: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval, written out independently of scoring.py."""
+    p = score / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def test_wilson_interval_known_values():
+    # 8 of 10: the textbook 95 % Wilson interval (Newcombe 1998) is [0.4902, 0.9433]
+    assert wilson_interval(8, 10) == pytest.approx((0.4902, 0.9433), abs=1e-4)
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
+    assert wilson_interval(10, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+    # draws count half: 3 wins, 2 draws, 5 losses score 4 of 10
+    t = Tally(wins=3, losses=5, draws=2)
+    assert t.games == 10 and t.winrate == pytest.approx(0.4)
+    assert t.wilson() == pytest.approx(wilson_by_hand(4, 10), abs=1e-12)
+    assert Tally(draws=7).winrate == 0.5
+
+
+def play_duplicate(policy, sampler, opponent: str, episodes: int, seed: int, parallel: int):
+    """The former evaluate.play_duplicate: the policy vs a bot, through the game runner."""
+    return play_match(
+        policy_side(policy, sampler, seed), bot_side(opponent, seed + 1), episodes, seed, parallel=parallel
+    )
+
+
 def test_duplicate_format_gives_the_learner_both_hands_of_every_deal(straight):
     _, run_a = straight
     loaded = load_checkpoint(ckpt(run_a, 1))
-    from tcgleague.policy.tcg_sampler import TCGSampler
     report = play_duplicate(loaded.policy, TCGSampler(), "greedy", episodes=24, seed=5, parallel=5)
     assert report.games == 24
     by_deal: dict = {}
@@ -365,8 +519,9 @@ def test_duplicate_format_gives_the_learner_both_hands_of_every_deal(straight):
         assert g1.went_first != g2.went_first
         assert (g1.deck, g1.opp_deck) == (g2.opp_deck, g2.deck), "the learner plays each side's hand once"
     again = play_duplicate(loaded.policy, TCGSampler(), "greedy", episodes=24, seed=5, parallel=7)
-    assert sorted((r.deal, r.swapped, r.deck, r.went_first) for r in again.records) == \
-        sorted((r.deal, r.swapped, r.deck, r.went_first) for r in report.records), "deals are pre-generated"
+    assert sorted((r.deal, r.swapped, r.deck, r.went_first) for r in again.records) == sorted(
+        (r.deal, r.swapped, r.deck, r.went_first) for r in report.records
+    ), "deals are pre-generated"
 
 
 # ---- engine state ------------------------------------------------------------------------------------
@@ -375,6 +530,7 @@ def test_engine_state_round_trips_and_rejects_bad_bytes():
     obs, _ = env.reset()
     rng = np.random.default_rng(0)
     from tcgleague.bots import random_actions
+
     for _ in range(30):
         obs, *_ = env.step(random_actions(obs, rng))
     state, saved_obs, saved_masks = env.engine.get_state(), obs.copy(), env.masks.copy()

@@ -1,3 +1,5 @@
+import dataclasses
+import typing
 from pathlib import Path
 
 import pytest
@@ -6,7 +8,8 @@ from tcgleague.config import (
     SECTIONS,
     Config,
     ConfigError,
-    TrainConfig,
+    TrainSection,
+    config_from_dict,
     load_config,
     parse_overrides,
 )
@@ -102,8 +105,7 @@ def test_malformed_cli_tokens():
 
 def test_batch_not_divisible_by_minibatch():
     with pytest.raises(ConfigError) as ei:
-        load_config(None, ["--train.batch_size", "1000", "--train.minibatch_size", "300",
-                           "--train.bptt_horizon", "10"])
+        load_config(None, ["--train.batch_size", "1000", "--train.minibatch_size", "300", "--train.bptt_horizon", "10"])
     msg = str(ei.value)
     assert "batch_size" in msg and "minibatch_size" in msg
     assert "e.g. minibatch_size = " in msg
@@ -111,8 +113,9 @@ def test_batch_not_divisible_by_minibatch():
 
 def test_minibatch_not_divisible_by_horizon():
     with pytest.raises(ConfigError) as ei:
-        load_config(None, ["--train.batch_size", "4096", "--train.minibatch_size", "1024",
-                           "--train.bptt_horizon", "48"])
+        load_config(
+            None, ["--train.batch_size", "4096", "--train.minibatch_size", "1024", "--train.bptt_horizon", "48"]
+        )
     msg = str(ei.value)
     assert "[train] bptt_horizon" in msg and "minibatch_size" in msg
     assert "e.g." in msg
@@ -166,8 +169,10 @@ def test_optional_ints(tmp_path):
     for none in ("none", "None", "", "null"):
         cfg = load_config(None, [f"--train.ent_coef_anneal_start_step={none}"])
         assert cfg.train.ent_coef_anneal_start_step is None
-    p = write_ini(tmp_path, "[policy]\nsubaction_temperature_anneal_start_step =\n"
-                            "subaction_temperature_anneal_end_step = 10_000\n")
+    p = write_ini(
+        tmp_path,
+        "[policy]\nsubaction_temperature_anneal_start_step =\nsubaction_temperature_anneal_end_step = 10_000\n",
+    )
     cfg = load_config(p, [])
     assert cfg.policy.subaction_temperature_anneal_start_step is None
     assert cfg.policy.subaction_temperature_anneal_end_step == 10_000
@@ -222,16 +227,17 @@ def test_validation_names_key(override, key):
 
 def test_anneal_order_validated():
     with pytest.raises(ConfigError, match=r"\[policy\] smoothing_eps_anneal_start_frac"):
-        load_config(None, ["--policy.smoothing_eps_anneal_start_frac=0.8",
-                           "--policy.smoothing_eps_anneal_end_frac=0.2"])
+        load_config(
+            None, ["--policy.smoothing_eps_anneal_start_frac=0.8", "--policy.smoothing_eps_anneal_end_frac=0.2"]
+        )
     with pytest.raises(ConfigError, match=r"\[train\] ent_coef_anneal_start_step"):
-        load_config(None, ["--train.ent_coef_anneal_start_step=2000",
-                           "--train.ent_coef_anneal_end_step=1000"])
+        load_config(None, ["--train.ent_coef_anneal_start_step=2000", "--train.ent_coef_anneal_end_step=1000"])
     # An absolute start past the frac-resolved end (end_frac * total_timesteps).
     with pytest.raises(ConfigError, match=r"ent_coef_anneal_start_step"):
         load_config(None, ["--train.total_timesteps=1000", "--train.ent_coef_anneal_start_step=5000"])
-    cfg = load_config(None, ["--train.ent_coef_anneal_start_step=1000",
-                             "--train.ent_coef_anneal_end_step=1000"])  # a step change is fine
+    cfg = load_config(
+        None, ["--train.ent_coef_anneal_start_step=1000", "--train.ent_coef_anneal_end_step=1000"]
+    )  # a step change is fine
     assert cfg.train.ent_coef_anneal_end_step == 1000
 
 
@@ -241,20 +247,96 @@ def test_valid_devices():
 
 
 def test_ini_round_trip_and_from_dict(tmp_path):
-    cfg = load_config(CONFIGS / "smoke.ini", ["--policy.smoothing_eps_anneal_end_step=100",
-                                              "--wandb.tags=a,b"])
+    cfg = load_config(CONFIGS / "smoke.ini", ["--policy.smoothing_eps_anneal_end_step=100", "--wandb.tags=a,b"])
     p = tmp_path / "resolved.ini"
     p.write_text(cfg.to_ini())
     assert load_config(p, []) == cfg
-    assert Config.from_dict(cfg.to_dict()) == cfg
+    assert config_from_dict(cfg.to_dict()) == cfg
     assert cfg.wandb.tag_list() == ["a", "b"]
 
 
-def test_adding_a_key_is_one_line():
-    # Keys come from the dataclass fields: the loader knows every field of every section.
-    import dataclasses
+# A valid non-default value for every key whose automatic probe value (probe_value) would be
+# invalid or cannot be derived (strings). A key missing here gets the automatic value.
+PROBE_VALUES = {
+    ("base", "run_name"): "probe-run",
+    ("base", "device"): "cuda:1",
+    ("base", "experiments_dir"): "probe_experiments",
+    ("env", "deck_pool"): "probe_decks.json",
+    ("vec", "backend"): "serial",
+    ("train", "batch_size"): 32768,
+    ("train", "minibatch_size"): 4096,
+    ("train", "bptt_horizon"): 32,
+    ("train", "lr_schedule"): "cosine",
+    ("train", "compile_mode"): "default",
+    ("train", "checkpoint_interval_unit"): "steps",
+    ("league", "pfsp_weighting"): "linear",
+    ("league", "rating"): "openskill",  # the only rating system: the default is all there is
+    ("wandb", "project"): "probe-project",
+    ("wandb", "group"): "probe-group",
+    ("wandb", "tags"): "a,b",
+    ("wandb", "name"): "probe-name",
+    ("wandb", "mode"): "offline",
+}
+ALL_KEYS = [(section, f.name) for section, cls in SECTIONS.items() for f in dataclasses.fields(cls)]
 
-    assert SECTIONS["train"] is TrainConfig
-    for name in (f.name for f in dataclasses.fields(TrainConfig)):
-        assert hasattr(load_config(None, [f"--train.{name.replace('_', '-')}="
-                                          f"{getattr(TrainConfig(), name)}"]).train, name)
+
+def probe_value(section: str, key: str):
+    """A valid value for [section] key that differs from its default (where one exists)."""
+    if (section, key) in PROBE_VALUES:
+        return PROBE_VALUES[section, key]
+    default = getattr(SECTIONS[section](), key)
+    tp = typing.get_type_hints(SECTIONS[section])[key]
+    if tp is bool:
+        return not default
+    if default is None:  # Optional[int] anneal steps
+        return 1000
+    if tp is int:
+        return default + 1
+    if tp is float:
+        return default / 2 if default else 0.25
+    raise AssertionError(f"add a probe value for [{section}] {key} ({tp}) to PROBE_VALUES")
+
+
+def as_text(value, style: int) -> str:
+    if isinstance(value, bool):
+        return ("true", "on", "yes")[style] if value else ("false", "off", "no")[style]
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def test_probe_values_name_real_keys():
+    assert set(PROBE_VALUES) <= set(ALL_KEYS)
+    assert {s for s, _ in ALL_KEYS} == set(SECTIONS) and len(ALL_KEYS) > 60
+
+
+@pytest.mark.parametrize("section, key", ALL_KEYS, ids=[f"{s}.{k}" for s, k in ALL_KEYS])
+def test_every_key_reaches_the_config_from_a_file_and_the_command_line(tmp_path, section, key):
+    """Keys come from the dataclass fields: the loader knows every field of every section. A key
+    set in an .ini file or on the command line lands in exactly its own field, coerced to the
+    field's type (bool stays bool, int stays int, Optional[int] becomes an int)."""
+    assert SECTIONS["train"] is TrainSection
+    value = probe_value(section, key)
+    default = Config()
+    if (section, key) != ("league", "rating"):
+        assert getattr(getattr(default, section), key) != value, "a probe value must differ from the default"
+    expected = dataclasses.replace(default, **{section: dataclasses.replace(getattr(default, section), **{key: value})})
+    ini = write_ini(tmp_path, f"[{section}]\n{key} = {as_text(value, 0)}\n")
+    dashed = key.replace("_", "-")
+    ini_dashed = tmp_path / "dashed.ini"
+    ini_dashed.write_text(f"[{section}]\n{dashed} = {as_text(value, 2)}  # a comment\n")
+    sources = {
+        "file": load_config(ini, []),
+        "file, dashed key": load_config(ini_dashed, []),
+        "command line": load_config(None, [f"--{section}.{dashed}", as_text(value, 1)]),
+        "command line, =": load_config(None, [f"--{section}.{key}={as_text(value, 2)}"]),
+    }
+    for where, cfg in sources.items():
+        got = getattr(getattr(cfg, section), key)
+        assert type(got) is type(value), f"{where}: [{section}] {key} is a {type(got).__name__}, not {type(value)}"
+        assert got == value, f"{where}: [{section}] {key} = {got!r}, expected {value!r}"
+        assert cfg == expected, f"{where}: setting [{section}] {key} changed other keys"
+    # the command line wins over the file
+    if (section, key) != ("league", "rating"):
+        default_value = getattr(getattr(default, section), key)
+        if default_value is not None:
+            cfg = load_config(ini, [f"--{section}.{dashed}={as_text(default_value, 0)}"])
+            assert cfg == default

@@ -1,6 +1,7 @@
 """The env contract: C/Python layout agreement, determinism, legality, hidden information,
 terminals and rewards, episode infos, vector backends, the PettingZoo adapter, rendering and
 card-data validation."""
+
 from __future__ import annotations
 
 import hashlib
@@ -14,11 +15,19 @@ import numpy as np
 import pufferlib.vector
 import pytest
 
-from tcgleague.bots import greedy_actions, legal_actions, random_actions
+from tcgleague.bots import greedy_actions, random_actions
 from tcgleague.engine import LAYOUT
 from tcgleague.engine.cards import DEFAULT_CARDS, CardDataError, load_card_pool
-from tcgleague.env import (EPISODE_FIELDS, OBS_SIZE, IllegalActionError, TCGAECEnv, TCGEnv, action_space,
-                           observation_space)
+from tcgleague.env import (
+    EPISODE_FIELDS,
+    OBS_SIZE,
+    IllegalActionError,
+    TCGAECEnv,
+    TCGEnv,
+    action_space,
+    observation_space,
+)
+from tcgleague.layout import legal_actions
 
 L = LAYOUT
 COUNT = L["legal_count_offset"]
@@ -73,16 +82,27 @@ def test_layout_regions_are_contiguous_and_match_the_spaces():
     assert list(action_space().nvec) == [L["n_action_types"], L["n_a"], L["n_b"], L["n_c"]]
     assert list(env.single_action_space.nvec) == list(action_space().nvec)
     # name dicts cover their regions exactly, values 0..n-1
-    for names, size in [("global_features", "global_size"), ("entity_features", "entity_width"),
-                        ("action_types", "n_action_types"), ("card_field_index", "card_fields")]:
+    for names, size in [
+        ("global_features", "global_size"),
+        ("entity_features", "entity_width"),
+        ("action_types", "n_action_types"),
+        ("card_field_index", "card_fields"),
+    ]:
         assert sorted(L[names].values()) == list(range(L[size])), names
     assert L["n_a"] == L["n_b"] == L["n_entities"] + 1 and L["none_entity"] == L["n_entities"]
     assert L["none_slot"] == L["front_slots"] + L["back_slots"] and L["n_c"] == L["none_slot"] + 1
     kw0 = EF["kw_" + next(iter(L["keywords"]))]
     assert all(EF["kw_" + k] == kw0 + v for k, v in L["keywords"].items())
     groups = L["entity_groups"]
-    sizes = {"my_hand": L["max_hand"], "my_front": L["front_slots"], "my_back": L["back_slots"], "my_leader": 1,
-             "opp_front": L["front_slots"], "opp_back": L["back_slots"], "opp_leader": 1}
+    sizes = {
+        "my_hand": L["max_hand"],
+        "my_front": L["front_slots"],
+        "my_back": L["back_slots"],
+        "my_leader": 1,
+        "opp_front": L["front_slots"],
+        "opp_back": L["back_slots"],
+        "opp_leader": 1,
+    }
     start = 0
     for name in ["my_hand", "my_front", "my_back", "my_leader", "opp_front", "opp_back", "opp_leader"]:
         assert groups[name] == start, name
@@ -104,12 +124,14 @@ def check_semantics(env: TCGEnv, game: int) -> None:
     obs = env.observations[row]
     seat_line = _RENDER_LEGAL.search(env.render(game))
     assert int(seat_line.group(1)) == seat
-    rendered = [(L["action_types"][t.lower()], int(a), int(b), int(c))
-                for t, a, b, c in _RENDER_ACTION.findall(seat_line.group(3))]
+    rendered = [
+        (L["action_types"][t.lower()], int(a), int(b), int(c))
+        for t, a, b, c in _RENDER_ACTION.findall(seat_line.group(3))
+    ]
     assert int(seat_line.group(2)) == len(rendered) == int(obs[COUNT])
     legal, count = legal_actions(obs[None])
     assert [tuple(x) for x in legal[0, : count[0]].tolist()] == rendered
-    assert not legal[0, count[0]:].any()
+    assert not legal[0, count[0] :].any()
     pos = env.engine.export_position(game)
     me, opp = f"p{seat}", f"p{1 - seat}"
     assert pos[PI["game.decider"]] == seat and obs[G["seat"]] == seat
@@ -119,7 +141,7 @@ def check_semantics(env: TCGEnv, game: int) -> None:
     present = [entity(obs, L["entity_groups"]["my_hand"] + h, "present") for h in range(L["max_hand"])]
     assert present == [1.0] * hand + [0.0] * (L["max_hand"] - hand)
     cards = [entity(obs, L["entity_groups"]["my_hand"] + h, "card") for h in range(hand)]
-    assert cards == pos[PI[f"{me}.hand"]: PI[f"{me}.hand"] + hand]
+    assert cards == pos[PI[f"{me}.hand"] : PI[f"{me}.hand"] + hand]
     for who, group in ((me, "my_front"), (opp, "opp_front")):
         for slot in range(LEADER + 1):
             ent = L["entity_groups"][group] + slot
@@ -211,12 +233,17 @@ def test_illegal_action_is_refused_and_moves_nothing():
     actions = random_actions(env.observations, rng)
     inactive = np.setdiff1d(np.arange(6), active_rows(env))
     actions[inactive] = 77  # garbage in inactive rows is ignored
-    before = (env.observations.copy(), env.masks.copy(), env.rewards.copy(),
-              [env.engine.export_position(g) for g in range(3)], env.render(1))
+    before = (
+        env.observations.copy(),
+        env.masks.copy(),
+        env.rewards.copy(),
+        [env.engine.export_position(g) for g in range(3)],
+        env.render(1),
+    )
     row = active_rows(env)[1]
     legal, count = legal_actions(env.observations[row][None])
     bad = np.array([L["action_types"]["attack"], 0, 0, 0], dtype=np.int32)
-    assert not any((legal[0, :count[0]] == bad).all(axis=1))
+    assert not any((legal[0, : count[0]] == bad).all(axis=1))
     refused = actions.copy()
     refused[row] = bad
     with pytest.raises(IllegalActionError) as err:
@@ -249,10 +276,14 @@ def test_observation_hides_opponent_hand_and_both_decks():
             baseline = env.observations[seat].copy()
             secret = list(pos)
             opp = f"p{1 - seat}"
-            for who, zone, count in ((opp, "hand", "hand_count"), (opp, "deck", "deck_count"),
-                                     (f"p{seat}", "deck", "deck_count")):
+            for who, zone, count in (
+                (opp, "hand", "hand_count"),
+                (opp, "deck", "deck_count"),
+                (f"p{seat}", "deck", "deck_count"),
+            ):
                 for k in range(pos[PI[f"{who}.{count}"]]):
-                    secret[PI[f"{who}.{zone}"] + k] = int(rng.choice([c for c in deck_cards if c != pos[PI[f"{who}.{zone}"] + k]]))
+                    held = pos[PI[f"{who}.{zone}"] + k]
+                    secret[PI[f"{who}.{zone}"] + k] = int(rng.choice([c for c in deck_cards if c != held]))
             if secret != pos:
                 env.engine.import_position(0, secret)
                 assert np.array_equal(env.observations[seat], baseline), f"hidden cards leak (seat {seat}, step {step})"
@@ -270,8 +301,11 @@ def test_observation_hides_opponent_hand_and_both_decks():
 
 
 # ---- terminals, rewards, infos -------------------------------------------------------------------
-INFO_KEYS = set(EPISODE_FIELDS) | {f"seat{s}_{a}" for s in (0, 1) for a in L["action_types"]} | {
-    "draw", "deck0_name", "deck1_name", "noop_rate"}
+INFO_KEYS = (
+    set(EPISODE_FIELDS)
+    | {f"seat{s}_{a}" for s in (0, 1) for a in L["action_types"]}
+    | {"draw", "deck0_name", "deck1_name", "noop_rate"}
+)
 
 
 def play_until_episodes(env: TCGEnv, episodes: int, rng, max_steps: int = 5000):
@@ -300,7 +334,7 @@ def test_game_end_gives_both_rows_terminal_and_final_reward(turn_cap):
         assert (done[:, 0] == done[:, 1]).all(), "both rows of a game end together"
         assert not (env.terminals & env.truncations).any()
         for g, info in zip(ended, infos):
-            r = env.rewards[2 * g: 2 * g + 2]
+            r = env.rewards[2 * g : 2 * g + 2]
             assert set(info) == INFO_KEYS
             assert info["decisions"] == steps_in_game[g] == sum(info[k] for k in INFO_KEYS if k.startswith("seat"))
             assert info["truncated"] == int(env.truncations[2 * g]) == int(not env.terminals[2 * g])
@@ -331,7 +365,7 @@ def test_reward_shaping_changes_rewards_but_keeps_terminal_and_dynamics():
         e.reset()
     rng = np.random.default_rng(9)
     totals, episodes, differed = np.zeros(32), 0, False
-    for step in range(1000):
+    for _ in range(1000):
         actions = random_actions(plain.observations, rng)
         for e in envs:
             e.step(actions)
@@ -385,7 +419,7 @@ def test_vector_serial_backend():
     for h in serial:
         actions = random_actions(obs, rng)
         for i, e in enumerate(envs):
-            e.step(actions[16 * i: 16 * i + 16])
+            e.step(actions[16 * i : 16 * i + 16])
         obs = np.concatenate([e.observations for e in envs])
         assert h == hashlib.sha1(obs.tobytes() + np.concatenate([e.rewards for e in envs]).tobytes()).hexdigest()
 
@@ -409,6 +443,7 @@ def test_vector_multiprocessing_backend():
         print("MP-OK", len(a))
     """)
     import os
+
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0 and "MP-OK 60" in proc.stdout, proc.stderr[-3000:]
@@ -417,6 +452,7 @@ def test_vector_multiprocessing_backend():
 # ---- PettingZoo adapter ----------------------------------------------------------------------------
 def test_aec_adapter_passes_pettingzoo_api_test():
     from pettingzoo.test import api_test
+
     api_test(TCGAECEnv(), num_cycles=1000)
 
 
@@ -511,6 +547,7 @@ def test_unknown_keyword_names_the_card(tmp_path):
 
     def edit(d):
         next(c for c in d["cards"] if c["id"] == card["id"])["keywords"] = ["flying"]
+
     with pytest.raises(CardDataError, match=re.escape(f"card {card['id']} ({card['name']})") + ".*flying"):
         load_card_pool(write_cards(tmp_path, edit))
 
@@ -520,6 +557,7 @@ def test_bad_deck_size_names_the_deck(tmp_path):
 
     def edit(d):
         d["decks"][name]["cards"].pop()
+
     with pytest.raises(CardDataError, match=f"deck '{name}' has {L['deck_size'] - 1} cards"):
         load_card_pool(write_cards(tmp_path, edit))
 
@@ -533,8 +571,8 @@ def test_chosen_target_with_automatic_trigger_names_the_card(tmp_path):
 
     def edit(d):
         c = next(c for c in d["cards"] if c["id"] == card["id"])
-        c["effect"] = dict(c.get("effect") or {"trigger": "on_death", "op": "damage", "amount": 1},
-                           target="enemy_unit")
+        c["effect"] = dict(c.get("effect") or {"trigger": "on_death", "op": "damage", "amount": 1}, target="enemy_unit")
+
     with pytest.raises(CardDataError, match=re.escape(f"card {card['id']} ({card['name']})") + ".*chosen target"):
         load_card_pool(write_cards(tmp_path, edit))
 
@@ -550,4 +588,4 @@ def test_legal_list_is_zero_beyond_its_count_on_every_row():
         counts = obs[:, count_at].astype(int)  # inactive rows keep their last observation
         assert (counts[env.masks] > 0).all()
         for row, n in enumerate(counts):
-            assert not obs[row, start + 4 * n:count_at].any(), f"stale legal entries in row {row}"
+            assert not obs[row, start + 4 * n : count_at].any(), f"stale legal entries in row {row}"

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tcgleague.config import WandbConfig
+from tcgleague.config import WandbSection
 from tcgleague.logger import Dashboard, RunLogger, resolve_wandb_mode
 from wandb_records import read_wandb_records
 
@@ -19,14 +19,14 @@ def no_wandb_key(monkeypatch, tmp_path):
 
 
 def test_metrics_jsonl_written(tmp_path):
-    log = RunLogger(tmp_path / "run", {"train": {"x": 1}}, WandbConfig(enable=False), "abc")
+    log = RunLogger(tmp_path / "run", {"train": {"x": 1}}, WandbSection(enable=False), "abc")
     log.log({"train/epoch": 1, "losses/policy_loss": 0.5, "perf/sps": 1000.0}, step=512)
     # Flushed on every call: readable before close.
     lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 1
     log.log({"environment/win_rate": float("nan"), "eval/score": 2}, step=1024)
     log.close()
-    rows = [json.loads(l) for l in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["global_step"] for r in rows] == [512, 1024]
     assert set(rows[0]) == {"train/epoch", "losses/policy_loss", "perf/sps", "global_step", "wall_time"}
     assert rows[0]["losses/policy_loss"] == 0.5
@@ -78,8 +78,7 @@ def test_wandb_mode_resolution(no_wandb_key, monkeypatch, tmp_path):
 
 def test_offline_wandb_run(no_wandb_key, tmp_path):
     pytest.importorskip("wandb")
-    cfg = WandbConfig(enable=True, project="tcgleague-test", group="g1", tags="a, b", name="n1",
-                      mode="auto")
+    cfg = WandbSection(enable=True, project="tcgleague-test", group="g1", tags="a, b", name="n1", mode="auto")
     run_dir = tmp_path / "run"
     log = RunLogger(run_dir, {"train": {"learning_rate": 3e-4}}, cfg, "testrun123")
     assert log.wandb_mode == "offline"
@@ -99,16 +98,14 @@ def test_offline_wandb_run(no_wandb_key, tmp_path):
     assert "run" in kinds and "exit" in kinds  # exit: close() finished the run
 
     run = next(r.run for r in records if r.WhichOneof("record_type") == "run")
-    assert (run.run_id, run.project, run.run_group, run.display_name) == (
-        "testrun123", "tcgleague-test", "g1", "n1")
+    assert (run.run_id, run.project, run.run_group, run.display_name) == ("testrun123", "tcgleague-test", "g1", "n1")
     assert list(run.tags) == ["a", "b"]
     assert "train" in {item.key for item in run.config.update}
 
     history = []
     for r in records:
         if r.WhichOneof("record_type") == "history":
-            history.append({i.key or "/".join(i.nested_key): json.loads(i.value_json)
-                            for i in r.history.item})
+            history.append({i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item})
     assert [h["_step"] for h in history] == [512, 1024]
     assert history[0]["losses/policy_loss"] == 0.25 and history[0]["train/epoch"] == 1
     assert history[1]["anneal/ent_coef"] == 0.01

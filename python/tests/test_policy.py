@@ -1,32 +1,42 @@
-"""TCGPolicy: config round trip, shapes, NONE row, forward_sequence == step-by-step, torch.compile."""
+"""TCGPolicy: config round trip, shapes, NONE row, the recurrence (recurrent.lstm_cell == nn.LSTMCell,
+ppo.unroll == stepping with the stored states restored at boundaries), gradients of the PPO loss, and
+torch.compile."""
+
 import pytest
 import torch
+from torch import nn
 
 from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
-from tcgleague.policy import PolicyConfig, TCGPolicy, TCGSampler, gather_rows, legal_from_obs
+from tcgleague.layout import legal_from_obs
+from tcgleague.policy import PolicyConfig, TCGSampler, build_policy, gather_rows
+from tcgleague.ppo import PPOLoss, unroll
+from tcgleague.recurrent import lstm_cell
+
+
+def zero_state(policy, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.zeros(batch, policy.hidden_size), torch.zeros(batch, policy.hidden_size)
 
 
 def rollout_obs(num_games=8, steps=24, seed=0):
-    """Real observations [steps, 2 * num_games, obs_size], masks and done flags from random legal play."""
-    torch.manual_seed(seed)
+    """Real observations [steps, 2 * num_games, obs_size] from a random policy's legal play."""
     env = TCGEnv(num_games=num_games, seed=seed)
     obs, _ = env.reset()
-    policy = TCGPolicy(PolicyConfig(n_cards=env.pool.n_cards, entity_dim=16, hidden_size=16, card_embed_dim=8))
+    policy = build_policy(PolicyConfig(n_cards=env.pool.n_cards, entity_dim=16, hidden_size=16, card_embed_dim=8), seed)
     sampler = TCGSampler()
-    all_obs, all_masks, all_done = [], [], []
-    state = policy.initial_state(env.num_agents)
+    generator = torch.Generator().manual_seed(seed)
+    all_obs = []
+    state = zero_state(policy, env.num_agents)
     with torch.no_grad():
         for _ in range(steps):
             o = torch.from_numpy(obs.copy())
             all_obs.append(o)
-            all_masks.append(torch.from_numpy(env.masks.copy()))
-            out, ent, _, state = policy(o, state)
+            x, ent = policy.encode(o)
+            out, state = policy.step(x, state)
             legal, count = legal_from_obs(o)
-            actions, _, _ = sampler.sample(policy, out, ent, legal, count)
-            obs, _, term, trunc, _ = env.step(actions.numpy())
-            all_done.append(torch.from_numpy(term | trunc))
-    return torch.stack(all_obs), torch.stack(all_masks), torch.stack(all_done), env
+            actions, _, _ = sampler.sample(policy, out, ent, legal, count, generator=generator)
+            obs, *_ = env.step(actions.numpy())
+    return torch.stack(all_obs), env
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +45,7 @@ def data():
 
 
 def make_policy(env, seed=0, **kw):
-    torch.manual_seed(seed)
-    return TCGPolicy(PolicyConfig(n_cards=env.pool.n_cards, **kw))
+    return build_policy(PolicyConfig(n_cards=env.pool.n_cards, **kw), seed)
 
 
 def test_config_round_trip_and_unknown_keys():
@@ -49,11 +58,21 @@ def test_config_round_trip_and_unknown_keys():
     with pytest.raises(ValueError, match="hidden_size"):
         PolicyConfig(n_cards=74, hidden_size=0)
     with pytest.raises(TypeError):
-        PolicyConfig.from_dict({"entity_dim": 8})   # n_cards is required
+        PolicyConfig.from_dict({"entity_dim": 8})  # n_cards is required
+
+
+def test_build_policy_is_seeded_and_leaves_the_global_rng_alone(data):
+    _, env = data
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    a, b, c = make_policy(env, seed=4), make_policy(env, seed=4), make_policy(env, seed=5)
+    assert torch.equal(torch.get_rng_state(), before), "building a policy moved the global torch RNG"
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert not torch.equal(a.lstm.weight_ih, c.lstm.weight_ih)
 
 
 def test_encode_shapes_none_row_and_heads(data):
-    obs, masks, _, env = data
+    obs, env = data
     policy = make_policy(env)
     o = obs[3]
     x, ent = policy.encode(o)
@@ -69,10 +88,8 @@ def test_encode_shapes_none_row_and_heads(data):
     assert x2.shape == (2, B, policy.hidden_size) and ent2.shape == (2, B, N, policy.entity_dim)
     torch.testing.assert_close(x2[1], policy.encode(obs[1])[0], rtol=1e-5, atol=1e-5)
 
-    h, c = policy.initial_state(B)
-    assert h.shape == (B, policy.hidden_size) and not h.any() and not c.any()
-    out, (h, c) = policy.step(x, (h, c))
-    assert torch.equal(out, h)
+    out, (h, c) = policy.step(x, zero_state(policy, B))
+    assert torch.equal(out, h) and h.shape == c.shape == (B, policy.hidden_size)
     t = torch.randint(0, LAYOUT["n_action_types"], (B,))
     a = torch.randint(0, LAYOUT["n_a"], (B,))
     b = torch.randint(0, LAYOUT["n_b"], (B,))
@@ -89,69 +106,157 @@ def test_encode_shapes_none_row_and_heads(data):
 
 def test_observation_features_matter(data):
     """Card ids, numeric features and globals all reach x (changing one changes the encoding)."""
-    obs, _, _, env = data
+    obs, env = data
     policy = make_policy(env)
     o = obs[5][:4].clone()
     ef, off, w = LAYOUT["entity_features"], LAYOUT["entity_offset"], LAYOUT["entity_width"]
     leader = LAYOUT["entity_groups"]["my_leader"]
     x0, _ = policy.encode(o)
-    for col in (off + leader * w + ef["health"], off + leader * w + ef["card"],
-                LAYOUT["global_offset"] + LAYOUT["global_features"]["my_energy"]):
+    for col in (
+        off + leader * w + ef["health"],
+        off + leader * w + ef["card"],
+        LAYOUT["global_offset"] + LAYOUT["global_features"]["my_energy"],
+    ):
         o2 = o.clone()
         o2[:, col] += 1
         assert not torch.allclose(policy.encode(o2)[0], x0), col
 
 
-def test_forward_sequence_equals_step_by_step_with_resets(data):
-    obs, _, done, env = data
-    policy = make_policy(env, seed=1)
-    obs = obs[:12].transpose(0, 1).contiguous()                 # [B, T, obs]
-    B, T = obs.shape[:2]
-    starts = torch.zeros(B, T)                                   # t = 0 carries state0 in
-    starts[::2, 5] = 1.0                                         # a reset mid-sequence on half the rows
-    starts[1::3, 9] = 1.0
+# ---- the recurrence ------------------------------------------------------------------------------
+def test_lstm_cell_is_bit_identical_to_nn_lstmcell_forward_and_backward():
     g = torch.Generator().manual_seed(0)
-    state0 = (torch.randn(B, policy.hidden_size, generator=g), torch.randn(B, policy.hidden_size, generator=g))
-    out_seq, ent_seq, (hs, cs) = policy.forward_sequence(obs, state0, starts)
-
-    h, c = state0
-    outs = []
-    for t in range(T):
-        keep = (1.0 - starts[:, t]).unsqueeze(-1)
-        x, ent = policy.encode(obs[:, t])
-        out, (h, c) = policy.step(x, (h * keep, c * keep))
-        outs.append(out)
-        torch.testing.assert_close(ent_seq[:, t], ent, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(out_seq, torch.stack(outs, 1), rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(hs, h, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(cs, c, rtol=1e-5, atol=1e-6)
-    # the reset really happened: without it the outputs after step 5 differ
-    no_reset, _, _ = policy.forward_sequence(obs, state0, torch.zeros(B, T))
-    assert torch.allclose(no_reset[:, :5], out_seq[:, :5], atol=1e-6)
-    assert not torch.allclose(no_reset[0, 5], out_seq[0, 5], atol=1e-4)
-    # a start at t resets: starting from a zero state gives the same as starting from state0
-    st = torch.zeros(B, T)
-    st[:, 0] = 1.0
-    a, _, _ = policy.forward_sequence(obs, state0, st)
-    b, _, _ = policy.forward_sequence(obs, policy.initial_state(B), torch.zeros(B, T))
-    torch.testing.assert_close(a, b)
+    cell = nn.LSTMCell(12, 20)
+    with torch.no_grad():
+        for p in cell.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+    x, h, c = (torch.randn(9, n, generator=g, requires_grad=True) for n in (12, 20, 20))
+    wh, wc = torch.randn(9, 20, generator=g), torch.randn(9, 20, generator=g)
+    inputs = [x, h, c, *cell.parameters()]
+    results = []
+    for fn in (lambda: cell(x, (h, c)), lambda: lstm_cell(cell, x, h, c)):
+        h2, c2 = fn()
+        grads = torch.autograd.grad((h2 * wh).sum() + (c2 * wc).sum(), inputs)
+        results.append((h2.detach(), c2.detach(), grads))
+    (h_ref, c_ref, g_ref), (h_got, c_got, g_got) = results
+    assert torch.equal(h_got, h_ref) and torch.equal(c_got, c_ref)
+    assert len(g_got) == len(g_ref) == 7
+    for name, a, b in zip(("x", "h", "c", "weight_ih", "weight_hh", "bias_ih", "bias_hh"), g_got, g_ref):
+        assert torch.equal(a, b), name
+        assert a.abs().sum() > 0, name
 
 
-def test_backward_finite(data):
-    obs, _, _, env = data
-    policy = make_policy(env)
-    o = obs[:8].transpose(0, 1)
-    out, ent, _ = policy.forward_sequence(o, policy.initial_state(o.shape[0]), torch.zeros(o.shape[:2]))
-    t = torch.zeros(o.shape[:2], dtype=torch.long)
-    loss = policy.value(out).sum() + policy.a_logits(out, ent, t).sum() + policy.c_logits(out, ent, t, t, t).sum()
+def sequence(data, M=8, T=12, seed=1):
+    """obs [M, T, obs], boundaries (t = 0 plus mid-sequence restarts) and stored states [M, T, H]."""
+    obs, env = data
+    policy = make_policy(env, seed=seed, entity_dim=16, hidden_size=16, card_embed_dim=8)
+    o = obs[:T, :M].transpose(0, 1).contiguous()
+    boundary = torch.zeros(M, T)
+    boundary[:, 0] = 1.0
+    boundary[::2, 5] = 1.0
+    boundary[1::3, 9] = 1.0
+    g = torch.Generator().manual_seed(seed)
+    state_h = torch.randn(M, T, policy.hidden_size, generator=g)
+    state_c = torch.randn(M, T, policy.hidden_size, generator=g)
+    return policy, o, boundary, state_h, state_c
+
+
+def test_unroll_equals_stepping_with_stored_states_restored_at_boundaries(data):
+    """Training's recurrence replays the rollout: carry (h, c) from step to step, and where a
+    boundary marks a segment/row/episode start, restart from the state stored for that step."""
+    policy, obs, boundary, state_h, state_c = sequence(data)
+    M, T = boundary.shape
+    with torch.no_grad():
+        out, ent = unroll(policy, obs, boundary, state_h, state_c)
+        assert out.shape == (M * T, policy.hidden_size)
+        out = out.reshape(M, T, -1)
+        # the rollout's way: all M rows step together, one time step at a time. The encoder is
+        # row-wise; encoding the same [M * T] batch keeps the BLAS blocking identical, so the
+        # comparison is exact.
+        x, ent_ref = policy.encode(obs.reshape(M * T, -1))
+        assert torch.equal(ent, ent_ref)
+        x = x.reshape(M, T, -1)
+        h, c = torch.full_like(state_h[:, 0], float("nan")), torch.full_like(state_c[:, 0], float("nan"))
+        for t in range(T):
+            restart = torch.nonzero(boundary[:, t]).flatten()
+            h, c = h.clone(), c.clone()
+            h[restart], c[restart] = state_h[restart, t], state_c[restart, t]
+            step_out, (h, c) = policy.step(x[:, t], (h, c))
+            assert torch.equal(out[:, t], step_out), f"t = {t}"
+        # one row at a time, one step at a time (batch 1: BLAS may round differently, so close)
+        for m in range(M):
+            h = c = None
+            for t in range(T):
+                if boundary[m, t]:
+                    h, c = state_h[m, t][None], state_c[m, t][None]
+                xm, _ = policy.encode(obs[m, t][None])
+                step_out, (h, c) = policy.step(xm, (h, c))
+                torch.testing.assert_close(out[m, t], step_out[0], rtol=0, atol=1e-5)
+        # the boundaries matter: without the restarts the outputs after the first one differ
+        # (rows 0, 2, 4, 6 restart at t = 5), and the states stored off-boundary are never read
+        flat = torch.zeros(M, T)
+        flat[:, 0] = 1.0
+        no_restart, _ = unroll(policy, obs, flat, state_h, state_c)
+        no_restart = no_restart.reshape(M, T, -1)
+        assert torch.equal(no_restart[:, :5], out[:, :5])
+        assert not torch.allclose(no_restart[0, 5], out[0, 5], atol=1e-4)
+        assert torch.equal(no_restart[1, :9], out[1, :9]) and not torch.allclose(no_restart[1, 9], out[1, 9])
+        noise = torch.randn_like(state_h) * (1.0 - boundary)[..., None]
+        again, _ = unroll(policy, obs, boundary, state_h + noise, state_c - noise)
+        assert torch.equal(again.reshape(M, T, -1), out)
+        # a restart uses the stored state, not a zero state
+        zeroed, _ = unroll(policy, obs, boundary, state_h * (1.0 - boundary)[..., None], state_c)
+        assert not torch.allclose(zeroed.reshape(M, T, -1)[:, 0], out[:, 0], atol=1e-4)
+
+
+def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data):
+    """The PPO loss (ppo.PPOLoss, what training differentiates) reaches every parameter."""
+    policy, obs, boundary, state_h, state_c = sequence(data, M=8, T=12, seed=2)
+    sampler = TCGSampler(1.0, 1.3, 0.1)
+    params = sampler.params_tensor()
+    M, T = boundary.shape
+    with torch.no_grad():
+        out, ent = unroll(policy, obs, boundary, state_h, state_c)
+        legal, count = legal_from_obs(obs.reshape(M * T, -1))
+        assert (count > 0).sum() > M * T // 2
+        actions, logprob, _ = sampler.sample(
+            policy, out, ent, legal, count, params=params, generator=torch.Generator().manual_seed(0)
+        )
+        value = policy.value(out)
+    g = torch.Generator().manual_seed(3)
+    noisy = lambda t: (t + 0.05 * torch.randn(t.shape, generator=g)).reshape(M, T)  # noqa: E731
+    loss_fn = PPOLoss(policy, sampler)
+    policy.zero_grad(set_to_none=True)
+    loss, stats = loss_fn(
+        obs,
+        actions.reshape(M, T, 4),
+        noisy(logprob),
+        noisy(value),
+        torch.randn(M, T, generator=g),
+        torch.randn(M, T, generator=g),
+        boundary,
+        state_h,
+        state_c,
+        params,
+        torch.tensor([0.2, 0.5, 0.2, 0.01]),
+    )
+    assert torch.isfinite(loss) and torch.isfinite(stats).all()
     loss.backward()
-    grads = [p.grad for p in policy.parameters() if p.grad is not None]
-    assert grads and all(torch.isfinite(g_).all() for g_ in grads)
+    missing, bad, zero = [], [], []
+    for name, p in policy.named_parameters():
+        if p.grad is None:
+            missing.append(name)
+        elif not torch.isfinite(p.grad).all():
+            bad.append(name)
+        elif not p.grad.abs().sum() > 0:
+            zero.append(name)
+    assert not missing, f"parameters outside the loss: {missing}"
+    assert not bad, f"non-finite gradients: {bad}"
+    assert not zero, f"all-zero gradients: {zero}"
 
 
-@pytest.mark.slow   # inductor C++ compile: ~10 s warm cache, 20-50 s cold on a loaded 2-core box
+@pytest.mark.slow  # inductor C++ compile: ~10 s warm cache, 20-50 s cold on a loaded 2-core box
 def test_torch_compile_matches_eager(data):
-    obs, _, _, env = data
+    obs, env = data
     policy = make_policy(env, card_embed_dim=8, entity_dim=16, hidden_size=16).eval()
     o = obs[4][:8].clone()
     B = o.shape[0]
@@ -162,11 +267,18 @@ def test_torch_compile_matches_eager(data):
     def fn(o, h, c, t, a, b):
         x, ent = policy.encode(o)
         out, (h, c) = policy.step(x, (h, c))
-        return (policy.value(out), policy.type_logits(out), policy.a_logits(out, ent, t),
-                policy.b_logits(out, ent, t, a), policy.c_logits(out, ent, t, a, b), h, c)
+        return (
+            policy.value(out),
+            policy.type_logits(out),
+            policy.a_logits(out, ent, t),
+            policy.b_logits(out, ent, t, a),
+            policy.c_logits(out, ent, t, a, b),
+            h,
+            c,
+        )
 
     state = (torch.randn(B, 16), torch.randn(B, 16))
-    compiled = torch.compile(fn, mode="default", fullgraph=True)   # fullgraph: no graph breaks / host syncs
+    compiled = torch.compile(fn, mode="default", fullgraph=True)  # fullgraph: no graph breaks / host syncs
     with torch.no_grad():
         got = compiled(o, *state, t, a, b)
         want = fn(o, *state, t, a, b)

@@ -5,6 +5,7 @@ steps explicit legal actions through the env, and checks the resulting state. Ca
 by property (keyword, op, trigger) and their numbers read from the card data, because card
 stats are re-balanced independently of these tests; ids, ops and keywords are stable.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -13,8 +14,16 @@ import numpy as np
 import pytest
 
 from tcgleague.engine import LAYOUT
-from tcgleague.engine.position import (BOARD_SLOTS, FRONT_SLOTS, LEADER_SLOT, PHASES, empty_position,
-                                       read_position, unit, write_position)
+from tcgleague.engine.position import (
+    BOARD_SLOTS,
+    FRONT_SLOTS,
+    LEADER_SLOT,
+    PHASES,
+    empty_position,
+    read_position,
+    unit,
+    write_position,
+)
 from tcgleague.env import TCGEnv
 
 A = LAYOUT["action_types"]
@@ -83,18 +92,22 @@ class Harness:
 
     def keyword_unit(self, kw):
         """A deck unit whose only keyword is `kw` and that has no effect."""
-        return self.find(lambda c: c["type"] == "unit" and kws(c) == {kw} and not eff(c) and not c.get("token"),
-                         f"plain unit with only {kw}")
+        return self.find(
+            lambda c: c["type"] == "unit" and kws(c) == {kw} and not eff(c) and not c.get("token"),
+            f"plain unit with only {kw}",
+        )
 
     def vanilla(self):
         """A unit with no keyword and no effect (the sturdiest, so it survives counter-attacks)."""
-        return self.find(lambda c: c["type"] == "unit" and not kws(c) and not eff(c) and not c.get("token"),
-                         "vanilla unit", key=lambda c: (c["health"], -c["id"]))
+        return self.find(
+            lambda c: c["type"] == "unit" and not kws(c) and not eff(c) and not c.get("token"),
+            "vanilla unit",
+            key=lambda c: (c["health"], -c["id"]),
+        )
 
     def effect_card(self, what, **fields):
         """A card whose effect has every given field (e.g. op="freeze", trigger="spell")."""
-        return self.find(lambda c: c["type"] != "leader" and all(eff(c).get(k) == v for k, v in fields.items()),
-                         what)
+        return self.find(lambda c: c["type"] != "leader" and all(eff(c).get(k) == v for k, v in fields.items()), what)
 
     def unit(self, cid, **overrides):
         return unit(self.pool, cid, **overrides)
@@ -122,7 +135,7 @@ class Harness:
     def legal(self):
         obs = self.env.observations[self.decider()]
         n = int(obs[COUNT])
-        return [tuple(int(x) for x in obs[LEGAL + i * WIDTH: LEGAL + (i + 1) * WIDTH]) for i in range(n)]
+        return [tuple(int(x) for x in obs[LEGAL + i * WIDTH : LEGAL + (i + 1) * WIDTH]) for i in range(n)]
 
     def step(self, action):
         legal = self.legal()
@@ -359,7 +372,10 @@ def test_buff_is_permanent(h):
     u = board(h.pos(), 0)[1]
     base = h.card(v)
     assert (u["attack"], u["health"], u["max_health"]) == (
-        base["attack"] + e["amount"], base["health"] + e.get("amount2", 0), base["health"] + e.get("amount2", 0))
+        base["attack"] + e["amount"],
+        base["health"] + e.get("amount2", 0),
+        base["health"] + e.get("amount2", 0),
+    )
     h.step(PASS)
     assert board(h.pos(), 0)[1]["attack"] == base["attack"] + e["amount"]
 
@@ -571,7 +587,7 @@ def test_on_death_summons_unless_silenced(h):
     units = board(h.pos(), 1)
     assert sum(u["card"] == e["token"] for u in units) == e["amount"]
     assert units[0]["card"] == e["token"], "the token takes the first free slot"
-    h.step(play(0))            # silence the second one, then kill it
+    h.step(play(0))  # silence the second one, then kill it
     h.step(target_opp(1))
     h.step(play(0))
     h.step(target_opp(1))
@@ -588,10 +604,10 @@ def test_start_of_turn_trigger_fires_for_its_owner_only(h):
     pos["players"][0]["deck"] = [v] * 3
     pos["players"][1]["deck"] = [v] * 3
     h.load(pos)
-    h.step(PASS)               # seat 0's turn starts: its trigger fires
+    h.step(PASS)  # seat 0's turn starts: its trigger fires
     tokens = lambda: sum(u["card"] == e["token"] for u in board(h.pos(), 0))  # noqa: E731
     assert tokens() == e["amount"]
-    h.step(PASS)               # seat 1's turn starts: nothing for seat 0
+    h.step(PASS)  # seat 1's turn starts: nothing for seat 0
     assert tokens() == e["amount"]
 
 
@@ -833,7 +849,11 @@ def test_weapon_equips_the_leader_until_durability_runs_out(h):
     assert sorted(h.legal()) == sorted([target_mine(1), target_mine(LEADER_SLOT)])
     h.step(target_mine(LEADER_SLOT))
     lead = leader(h.pos(), 0)
-    assert (lead["weapon_card"], lead["weapon_attack"], lead["weapon_durability"]) == (weapon, w["attack"], w["durability"])
+    assert (lead["weapon_card"], lead["weapon_attack"], lead["weapon_durability"]) == (
+        weapon,
+        w["attack"],
+        w["durability"],
+    )
     for k in range(w["durability"]):
         h.step(attack(LEADER_SLOT))
         assert leader(h.pos(), 1)["health"] == h.hp - w["attack"] * (k + 1)
@@ -874,8 +894,9 @@ def test_import_rejects_values_that_would_break_the_engine(h):
 # ---- the 128 bound -------------------------------------------------------------------------------
 def test_big_main_phase_legal_list_is_exact_and_bounded(h):
     pyra = h.find(lambda c: c["type"] == "leader" and eff(c).get("op") == "damage", "leader with a damage ability")
-    cheap = h.find(lambda c: c["type"] == "unit" and not c.get("token") and not eff(c), "cheap unit",
-                   key=lambda c: -c["cost"])
+    cheap = h.find(
+        lambda c: c["type"] == "unit" and not c.get("token") and not eff(c), "cheap unit", key=lambda c: -c["cost"]
+    )
     weapon = h.find(lambda c: c["type"] == "weapon", "weapon")
     v = h.vanilla()
     pos = h.position(leaders=(pyra, pyra))
@@ -899,6 +920,7 @@ def test_random_play_never_exceeds_the_legal_bound():
     obs, _ = env.reset()
     rng = np.random.default_rng(0)
     from tcgleague.bots import random_actions
+
     seen_max = 0
     for _ in range(400):
         active = np.flatnonzero(env.masks)

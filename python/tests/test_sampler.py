@@ -1,4 +1,5 @@
 """TCGSampler: legality, temperature, smoothing, logprob/entropy consistency, padding, parameters."""
+
 import math
 
 import pytest
@@ -6,7 +7,8 @@ import torch
 
 from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
-from tcgleague.policy import PolicyConfig, TCGPolicy, TCGSampler, legal_from_obs
+from tcgleague.layout import legal_from_obs
+from tcgleague.policy import PolicyConfig, TCGSampler, build_policy
 
 NT, NA, NB, NC = LAYOUT["n_action_types"], LAYOUT["n_a"], LAYOUT["n_b"], LAYOUT["n_c"]
 L = LAYOUT["max_legal"]
@@ -15,6 +17,7 @@ L = LAYOUT["max_legal"]
 class TablePolicy:
     """Stand-in policy whose stage logits are fixed tables: type [NT], a[type] [NT, NA],
     b[type, a] [NT, NA, NB], c[b] [NB, NC]. `out` is ignored except for its batch shape."""
+
     n_action_types, n_a, n_b, n_c = NT, NA, NB, NC
 
     def __init__(self, scale=3.0, seed=0):
@@ -44,10 +47,15 @@ def dummy(B):
 def random_legal(B, seed, max_count=L):
     """Synthetic legal lists with random counts (some 0), duplicate prefixes and junk past count."""
     g = torch.Generator().manual_seed(seed)
-    legal = torch.stack([torch.randint(0, NT, (B, L), generator=g) % 3 + torch.randint(0, 2, (B, 1), generator=g) * 4,
-                         torch.randint(0, 4, (B, L), generator=g) * 6,
-                         torch.randint(0, NB, (B, L), generator=g) % 5,
-                         torch.randint(0, NC, (B, L), generator=g)], -1)
+    legal = torch.stack(
+        [
+            torch.randint(0, NT, (B, L), generator=g) % 3 + torch.randint(0, 2, (B, 1), generator=g) * 4,
+            torch.randint(0, 4, (B, L), generator=g) * 6,
+            torch.randint(0, NB, (B, L), generator=g) % 5,
+            torch.randint(0, NC, (B, L), generator=g),
+        ],
+        -1,
+    )
     count = torch.randint(0, max_count + 1, (B,), generator=g)
     count[::7] = 0
     count[1::7] = 1
@@ -64,24 +72,24 @@ def assert_legal(actions, legal, count):
 @pytest.fixture(scope="module")
 def real():
     """Real observations from random legal play, a random policy, and its (out, ent)."""
-    torch.manual_seed(0)
     env = TCGEnv(num_games=32, seed=3)
     obs, _ = env.reset()
-    policy = TCGPolicy(PolicyConfig(n_cards=env.pool.n_cards, entity_dim=32, hidden_size=64))
+    policy = build_policy(PolicyConfig(n_cards=env.pool.n_cards, entity_dim=32, hidden_size=64), seed=0)
     # sharper random logits so the heads have strong (arbitrary) preferences, illegal values included
     with torch.no_grad():
         for head in (policy.type_head, policy.qa, policy.qb, policy.c_head):
             head.weight.mul_(300.0)
     sampler = TCGSampler()
     collected = []
-    state = policy.initial_state(env.num_agents)
+    state = (torch.zeros(env.num_agents, policy.hidden_size), torch.zeros(env.num_agents, policy.hidden_size))
     with torch.no_grad():
         for step in range(24):
             o = torch.from_numpy(obs.copy())
-            out, ent, _, state = policy(o, state)
+            x, ent = policy.encode(o)
+            out, state = policy.step(x, state)
             legal, count = legal_from_obs(o)
             mask = torch.from_numpy(env.masks.copy())
-            count = torch.where(mask, count, torch.zeros_like(count))   # inactive rows are padding
+            count = torch.where(mask, count, torch.zeros_like(count))  # inactive rows are padding
             if step % 3 == 0:
                 collected.append((out, ent, legal, count))
             actions, _, _ = sampler.sample(policy, out, ent, legal, count)
@@ -132,8 +140,8 @@ def single_stage_rows(stage, values, n_rows=1):
         t[stage] = v
         rows.append(t)
     legal = torch.zeros(n_rows, L, 4, dtype=torch.long)
-    legal[:, :len(rows)] = torch.tensor(rows)
-    legal[:, len(rows):] = torch.tensor([1, 1, 1, 1])   # junk past count: must be ignored
+    legal[:, : len(rows)] = torch.tensor(rows)
+    legal[:, len(rows) :] = torch.tensor([1, 1, 1, 1])  # junk past count: must be ignored
     return legal, torch.full((n_rows,), len(rows))
 
 
@@ -177,12 +185,20 @@ def test_low_temperature_nearly_argmax():
     sampler = TCGSampler(0.05, 0.05, 0.0)
     greedy, _, _ = sampler.sample(policy, out, ent, legal, count, argmax=True)
     g = torch.Generator().manual_seed(3)
-    agree = torch.stack([(sampler.sample(policy, out, ent, legal, count, generator=g)[0] == greedy).all(-1)
-                         for _ in range(10)]).float().mean()
+    agree = (
+        torch.stack(
+            [(sampler.sample(policy, out, ent, legal, count, generator=g)[0] == greedy).all(-1) for _ in range(10)]
+        )
+        .float()
+        .mean()
+    )
     assert agree > 0.95
     hot = TCGSampler(5.0, 5.0, 0.0)
-    agree_hot = torch.stack([(hot.sample(policy, out, ent, legal, count, generator=g)[0] == greedy).all(-1)
-                             for _ in range(10)]).float().mean()
+    agree_hot = (
+        torch.stack([(hot.sample(policy, out, ent, legal, count, generator=g)[0] == greedy).all(-1) for _ in range(10)])
+        .float()
+        .mean()
+    )
     assert agree_hot < agree - 0.2
 
 
@@ -216,7 +232,7 @@ def test_empirical_frequencies_match_logprob():
     legal, count = random_legal(64, seed=11)
     row = int(torch.nonzero(count > 20)[0])
     n = 20000
-    legal, count = legal[row:row + 1].expand(n, L, 4), count[row:row + 1].expand(n)
+    legal, count = legal[row : row + 1].expand(n, L, 4), count[row : row + 1].expand(n)
     out, ent = dummy(n)
     sampler = TCGSampler(1.3, 0.7, 0.25)
     actions, lp, _ = sampler.sample(policy, out, ent, legal, count, generator=torch.Generator().manual_seed(0))
@@ -242,8 +258,15 @@ def test_probabilities_sum_to_one_over_legal_tuples():
         tuples = torch.unique(legal[r, :k], dim=0)
         m = len(tuples)
         out, ent = dummy(m)
-        lp, _ = sampler.log_prob_entropy(policy, out, ent, legal[r:r + 1].expand(m, L, 4), count[r:r + 1].expand(m),
-                                         tuples, sampler.params_tensor())
+        lp, _ = sampler.log_prob_entropy(
+            policy,
+            out,
+            ent,
+            legal[r : r + 1].expand(m, L, 4),
+            count[r : r + 1].expand(m),
+            tuples,
+            sampler.params_tensor(),
+        )
         assert abs(float(lp.exp().sum()) - 1.0) < 1e-4
 
 
@@ -253,18 +276,25 @@ def test_sample_logprob_equals_log_prob_entropy_real(real):
     B = out.shape[0]
     sampler = TCGSampler(1.2, 0.8, 0.1)
     g = torch.Generator().manual_seed(5)
-    params = torch.stack([torch.rand(B, generator=g) + 0.2, torch.rand(B, generator=g) + 0.2,
-                          torch.rand(B, generator=g) * 0.5], -1)        # per-row params, as stored per step
+    params = torch.stack(
+        [torch.rand(B, generator=g) + 0.2, torch.rand(B, generator=g) + 0.2, torch.rand(B, generator=g) * 0.5], -1
+    )  # per-row params, as stored per step
     with torch.no_grad():
         for p in (None, sampler.params_tensor(), params):
             actions, lp, e = sampler.sample(policy, out, ent, legal, count, params=p, generator=g)
-            lp2, e2 = sampler.log_prob_entropy(policy, out, ent, legal, count, actions,
-                                               sampler.params_tensor() if p is None else p)
+            lp2, e2 = sampler.log_prob_entropy(
+                policy, out, ent, legal, count, actions, sampler.params_tensor() if p is None else p
+            )
             assert torch.equal(lp, lp2) and torch.equal(e, e2)
-            assert torch.equal(torch.exp(lp2 - lp), torch.ones_like(lp))   # PPO ratio exactly 1
+            assert torch.equal(torch.exp(lp2 - lp), torch.ones_like(lp))  # PPO ratio exactly 1
     # leading dims [B, T] work too
-    a2, lp2d, _ = sampler.sample(policy, out[:40].reshape(4, 10, -1), ent[:40].reshape(4, 10, *ent.shape[1:]),
-                                 legal[:40].reshape(4, 10, L, 4), count[:40].reshape(4, 10))
+    a2, lp2d, _ = sampler.sample(
+        policy,
+        out[:40].reshape(4, 10, -1),
+        ent[:40].reshape(4, 10, *ent.shape[1:]),
+        legal[:40].reshape(4, 10, L, 4),
+        count[:40].reshape(4, 10),
+    )
     assert a2.shape == (4, 10, 4) and lp2d.shape == (4, 10)
 
 
@@ -312,8 +342,12 @@ def test_argmax_picks_most_likely_value_per_stage():
         cons = torch.arange(L) < count[r]
         for k in range(4):
             vals = legal[r, cons, k].unique()
-            logits = [policy.t, policy.a[actions[r, 0]], policy.b[actions[r, 0], actions[r, 1]],
-                      policy.c[actions[r, 2]]][k]
+            logits = [
+                policy.t,
+                policy.a[actions[r, 0]],
+                policy.b[actions[r, 0], actions[r, 1]],
+                policy.c[actions[r, 2]],
+            ][k]
             assert actions[r, k] == vals[logits[vals].argmax()]
             cons = cons & (legal[r, :, k] == actions[r, k])
 
@@ -336,9 +370,18 @@ def test_set_sampling_params_validation():
     s.set_sampling_params(smoothing_eps=0.25)
     assert s.get_sampling_params() == {"primary_temperature": 0.5, "subaction_temperature": 1.0, "smoothing_eps": 0.25}
     torch.testing.assert_close(s.params_tensor(), torch.tensor([0.5, 1.0, 0.25]))
-    bad = [("primary_temperature", 0.0), ("primary_temperature", -1.0), ("primary_temperature", math.nan),
-           ("subaction_temperature", math.inf), ("subaction_temperature", "hot"), ("subaction_temperature", 0),
-           ("smoothing_eps", 1.0), ("smoothing_eps", -0.01), ("smoothing_eps", math.nan), ("smoothing_eps", "0.1x")]
+    bad = [
+        ("primary_temperature", 0.0),
+        ("primary_temperature", -1.0),
+        ("primary_temperature", math.nan),
+        ("subaction_temperature", math.inf),
+        ("subaction_temperature", "hot"),
+        ("subaction_temperature", 0),
+        ("smoothing_eps", 1.0),
+        ("smoothing_eps", -0.01),
+        ("smoothing_eps", math.nan),
+        ("smoothing_eps", "0.1x"),
+    ]
     for name, value in bad:
         with pytest.raises(ValueError, match=name):
             s.set_sampling_params(**{name: value})
@@ -350,6 +393,16 @@ def test_set_sampling_params_validation():
         TCGSampler(primary_temperature=-2)
 
 
+def test_from_params_sets_known_keys_and_ignores_the_rest():
+    params = {"primary_temperature": 0.5, "smoothing_eps": 0.125, "global_step": 7, "sampler/smoothing_eps": 0.9}
+    s = TCGSampler.from_params(params)
+    assert s.get_sampling_params() == {"primary_temperature": 0.5, "subaction_temperature": 1.0, "smoothing_eps": 0.125}
+    assert TCGSampler.from_params(None).get_sampling_params() == TCGSampler().get_sampling_params()
+    assert TCGSampler.from_params(s.get_sampling_params()).get_sampling_params() == s.get_sampling_params()
+    with pytest.raises(ValueError, match="subaction_temperature"):
+        TCGSampler.from_params({"subaction_temperature": 0.0})
+
+
 def test_params_tensor_is_a_copy_and_used_by_default():
     policy = TablePolicy()
     legal, count = single_stage_rows(0, [0, 2, 3, 7], n_rows=4)
@@ -358,7 +411,7 @@ def test_params_tensor_is_a_copy_and_used_by_default():
     s = TCGSampler()
     p = s.params_tensor()
     s.set_sampling_params(primary_temperature=2.0)
-    assert float(p[0]) == 1.0                                # stored copies do not change
+    assert float(p[0]) == 1.0  # stored copies do not change
     lp_default, _ = s.log_prob_entropy(policy, out, ent, legal, count, actions, None)
     lp_old, _ = s.log_prob_entropy(policy, out, ent, legal, count, actions, p)
     torch.testing.assert_close(lp_default, torch.log_softmax(policy.t[[0, 2, 3, 7]] / 2.0, 0))
@@ -405,7 +458,7 @@ def test_sampler_traces_as_one_graph_and_params_do_not_recompile(real):
         lp2, _ = c_ppo(out, ent, legal, count, actions, sampler.params_tensor())
         torch.testing.assert_close(lp, lp2)
         want = sampler.log_prob_entropy(policy, out, ent, legal, count, actions, sampler.params_tensor())[0]
-        torch.testing.assert_close(lp, want)              # the compiled graph used the new values
+        torch.testing.assert_close(lp, want)  # the compiled graph used the new values
         got = c_default(out, ent, legal, count)
         torch.testing.assert_close(got[1], sampler.greedy(policy, out, ent, legal, count)[1])
         assert not torch.allclose(got[1], g0[1])

@@ -4,6 +4,7 @@
 The engine sources are compiled into tmp_path with -fsanitize=address,undefined and loaded in a
 subprocess as `tcgleague.engine._tcg` in place of the optimised build; the ASan runtime is
 preloaded because the Python interpreter itself is not instrumented."""
+
 from __future__ import annotations
 
 import os
@@ -91,9 +92,22 @@ DRIVER = textwrap.dedent("""
 def build_sanitized(tmp_path: Path) -> Path:
     out = tmp_path / ("_tcg" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
     sources = sorted(str(p) for p in ENGINE.glob("*.c"))
-    cmd = ["gcc", "-O1", "-g", "-std=c11", "-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
-           "-fno-omit-frame-pointer", "-shared", "-fPIC", f"-I{sysconfig.get_paths()['include']}", f"-I{ENGINE}",
-           *sources, "-o", str(out)]
+    cmd = [
+        "gcc",
+        "-O1",
+        "-g",
+        "-std=c11",
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=undefined",
+        "-fno-omit-frame-pointer",
+        "-shared",
+        "-fPIC",
+        f"-I{sysconfig.get_paths()['include']}",
+        f"-I{ENGINE}",
+        *sources,
+        "-o",
+        str(out),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"sanitized build failed:\n{proc.stderr}"
     return out
@@ -113,8 +127,9 @@ def test_engine_is_clean_under_asan_and_ubsan(tmp_path):
     env["LD_PRELOAD"] = " ".join([runtime_library("libasan.so"), runtime_library("libubsan.so")])
     env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0:halt_on_error=1"
     env["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
-    proc = subprocess.run([sys.executable, "-c", DRIVER, str(so)], capture_output=True, text=True, env=env,
-                          timeout=600, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(so)], capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path
+    )
     report = f"exit {proc.returncode}\nstdout:\n{proc.stdout[-2000:]}\nstderr:\n{proc.stderr[-6000:]}"
     assert proc.returncode == 0, report
     for marker in ("runtime error", "AddressSanitizer", "ERROR"):

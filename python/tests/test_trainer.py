@@ -1,22 +1,29 @@
-"""The trainer: only a row's own decisions are stored, rewards reach the right step, GAE,
-row-index state resets, PPO's ratio is 1 before the first gradient step, compiled and eager
-losses agree, and a --wandb smoke run leaves an offline W&B run with the logged keys."""
+"""The trainer: only a row's own decisions are stored, row-index state resets, PPO's ratio is 1
+before the first gradient step, update_epochs passes, the LR schedules, checkpoint timing (epochs,
+steps, max_seconds), compiled and eager optimizer steps agree, and a --wandb smoke run leaves an
+offline W&B run with the logged keys. (The rollout buffer and GAE: test_rollout.py.)"""
+
 from __future__ import annotations
 
+import copy
 import json
+import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 from tcgleague import train as train_cli
+from tcgleague import trainer as trainer_module
+from tcgleague.build import build_trainer
+from tcgleague.checkpoint import list_checkpoints
 from tcgleague.config import load_config
 from tcgleague.engine import LAYOUT
-from tcgleague.ppo import PPOUpdater, UpdateSettings
+from tcgleague.ppo import STAT_NAMES, PPOUpdater, UpdateSettings
 from tcgleague.recurrent import zero_rows
-from tcgleague.rollout import RolloutBuffer
-from tcgleague.trainer import Trainer
+from tcgleague.trainer import Trainer, lr_lambda
 from wandb_records import read_wandb_records
 
 SMOKE = "configs/smoke.ini"
@@ -24,14 +31,35 @@ COUNT = LAYOUT["legal_count_offset"]
 SEAT = LAYOUT["global_offset"] + LAYOUT["global_features"]["seat"]
 
 
-def smoke_trainer(tmp_path, *overrides) -> Trainer:
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """These models are tiny: one thread is as fast, and immune to a busy second core."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def smoke_trainer(run_dir=None, *overrides) -> Trainer:
     cfg = load_config(SMOKE, ["--train.eval-interval", "0", *overrides])
-    return Trainer(cfg, tmp_path)
+    return build_trainer(cfg, run_dir)
+
+
+def collect(trainer: Trainer) -> dict:
+    return trainer.collect(trainer.sampler.params_tensor())
+
+
+class RecordingLogger:
+    def __init__(self):
+        self.records: list[tuple[int, dict]] = []
+
+    def log(self, metrics: dict, step: int) -> None:
+        self.records.append((step, dict(metrics)))
 
 
 # ---- rollout ------------------------------------------------------------------------------
-def test_only_deciding_rows_are_stored(tmp_path):
-    trainer = smoke_trainer(tmp_path)
+def test_only_deciding_rows_are_stored():
+    trainer = smoke_trainer()
     seen_masks = []
     step = trainer.env.step
 
@@ -40,7 +68,7 @@ def test_only_deciding_rows_are_stored(tmp_path):
         return step(actions)
 
     trainer.env.step = spy
-    trainer.collect()
+    collect(trainer)
     buf = trainer.buffer
     assert buf.size == trainer.cfg.train.batch_size
     # one decision per game per env step, each from the row that was deciding
@@ -51,36 +79,6 @@ def test_only_deciding_rows_are_stored(tmp_path):
     obs = buf.obs.numpy()
     assert (obs[:, COUNT] > 0).all(), "every stored step has a legal list: it was the row's own decision"
     assert (obs[:, SEAT] == buf.rows % 2).all(), "each step is observed from its own seat"
-
-
-def test_rewards_are_credited_to_the_previous_decision():
-    buf = RolloutBuffer(capacity=4, horizon=2, obs_size=3, hidden_size=2, num_rows=4)
-    buf.start_epoch()
-    z = torch.zeros
-    add = lambda rows, v: buf.add(np.array(rows), z(len(rows), 3), z(len(rows), 4, dtype=torch.long),  # noqa: E731
-                                  z(len(rows)), torch.tensor(v), z(len(rows), 2), z(len(rows), 2),
-                                  np.zeros(len(rows), dtype=bool))
-    add([0, 3], [0.5, 0.1])
-    buf.credit(np.array([0, 1]), np.array([0.25, 9.0], dtype=np.float32),
-               np.array([False, False]), np.array([False, False]))  # row 1 never decided: ignored
-    add([0], [0.7])
-    buf.credit(np.array([0, 3]), np.array([1.0, -1.0], dtype=np.float32), np.array([True, True]),
-               np.array([False, False]))
-    add([2], [0.3])
-    assert buf.reward[:4].tolist() == [0.25, -1.0, 1.0, 0.0]
-    assert buf.has_next[:4].tolist() == [True, False, False, False]
-    assert buf.next_value[0] == pytest.approx(0.7)
-    batch = buf.pack(gamma=0.9, lam=0.5)
-    # packed by row: row 0 (two steps), row 2, row 3
-    assert batch.rows.reshape(-1).tolist() == [0, 0, 2, 3]
-    adv = batch.advantage.reshape(-1).tolist()
-    d0 = 0.25 + 0.9 * 0.7 - 0.5
-    d1 = 1.0 - 0.7                       # terminal: no bootstrap
-    assert adv[1] == pytest.approx(d1)
-    assert adv[0] == pytest.approx(d0 + 0.9 * 0.5 * d1)
-    assert adv[2] == pytest.approx(0.9 * 0.3 - 0.3)  # pending at epoch end: bootstraps its own value
-    assert adv[3] == pytest.approx(-1.0 - 0.1)
-    assert batch.boundary.reshape(-1).tolist() == [1.0, 0.0, 1.0, 1.0]
 
 
 # ---- recurrent state -------------------------------------------------------------------------
@@ -95,9 +93,9 @@ def test_zero_rows_uses_row_indices_and_ignores_invalid_and_duplicates():
     assert zero_rows((h, c), np.array([], dtype=np.int64)).numel() == 0
 
 
-def test_done_rows_get_fresh_state_in_rollout(tmp_path):
-    trainer = smoke_trainer(tmp_path)
-    trainer.collect()
+def test_done_rows_get_fresh_state_in_rollout():
+    trainer = smoke_trainer()
+    collect(trainer)
     buf = trainer.buffer
     starts = buf.episode_start[: buf.size]
     assert starts.any()
@@ -106,10 +104,18 @@ def test_done_rows_get_fresh_state_in_rollout(tmp_path):
 
 
 # ---- PPO ------------------------------------------------------------------------------------
-def test_first_minibatch_ratio_is_one_and_training_changes_weights(tmp_path):
-    trainer = smoke_trainer(tmp_path, "--policy.subaction-temperature-initial", "1.7",
-                            "--policy.subaction-temperature-final", "1.7", "--policy.smoothing-eps-initial", "0.2",
-                            "--policy.smoothing-eps-final", "0.2")
+def test_first_minibatch_ratio_is_one_and_training_changes_weights():
+    trainer = smoke_trainer(
+        None,
+        "--policy.subaction-temperature-initial",
+        "1.7",
+        "--policy.subaction-temperature-final",
+        "1.7",
+        "--policy.smoothing-eps-initial",
+        "0.2",
+        "--policy.smoothing-eps-final",
+        "0.2",
+    )
     before = [p.detach().clone() for p in trainer.policy.parameters()]
     metrics = trainer.train_epoch()
     assert metrics["sampler/subaction_temperature"] == pytest.approx(1.7)
@@ -118,44 +124,192 @@ def test_first_minibatch_ratio_is_one_and_training_changes_weights(tmp_path):
     assert metrics["perf/sps"] > 0 and np.isfinite(metrics["losses/value_loss"])
 
 
-@pytest.mark.slow
-def test_compiled_loss_matches_eager_and_does_not_recompile(tmp_path):
+def record_minibatches(trainer: Trainer) -> list[torch.Tensor]:
+    seen = []
+    load = trainer.updater.load_minibatch
+
+    def spy(batch, index):
+        seen.append(index.clone())
+        return load(batch, index)
+
+    trainer.updater.load_minibatch = spy
+    return seen
+
+
+def test_update_epochs_passes_over_the_batch_in_a_new_order_each_time():
+    segments = 512 // 16  # smoke: batch 512, horizon 16
+    per_mb = 256 // 16  # minibatch 256
+    runs = {}
+    for epochs in (1, 2):
+        trainer = smoke_trainer(None, "--train.update-epochs", str(epochs))
+        seen = record_minibatches(trainer)
+        collect(trainer)
+        trainer.update(trainer.sampler.params_tensor())
+        steps = {int(trainer.optimizer.state[p]["step"]) for p in trainer.policy.parameters()}
+        assert steps == {epochs * segments // per_mb}, "one Adam step per minibatch per pass"
+        assert all(len(ix) == per_mb for ix in seen) and len(seen) == epochs * segments // per_mb
+        passes = [torch.cat(seen[k : k + segments // per_mb]) for k in range(0, len(seen), segments // per_mb)]
+        for order in passes:
+            assert sorted(order.tolist()) == list(range(segments)), "each pass visits every segment once"
+        runs[epochs] = passes
+    assert torch.equal(runs[1][0], runs[2][0]), "the same seed gives the same first pass"
+    assert not torch.equal(runs[2][0], runs[2][1]), "the second pass is reshuffled"
+
+
+# ---- LR schedule ------------------------------------------------------------------------------
+def test_lr_lambda_values():
+    linear, cosine, constant = (lr_lambda(s, 10) for s in ("linear", "cosine", "constant"))
+    assert [linear(e) for e in (0, 5, 10)] == pytest.approx([1.0, 0.5, 0.0])
+    assert [cosine(e) for e in (0, 5, 10)] == pytest.approx([1.0, 0.5, 0.0])
+    assert [constant(e) for e in (0, 5, 10)] == [1.0, 1.0, 1.0]
+    # the shapes differ between the ends: cosine stays high early and drops late
+    assert linear(2.5) == pytest.approx(0.75) and linear(7.5) == pytest.approx(0.25)
+    assert cosine(2.5) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4))) and cosine(2.5) > linear(2.5)
+    assert cosine(7.5) == pytest.approx(0.5 * (1 + math.cos(3 * math.pi / 4))) and cosine(7.5) < linear(7.5)
+    assert linear(12) == 0.0 and cosine(12) == pytest.approx(0.0), "past the end the rate stays at 0"
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine", "constant"])
+def test_logged_learning_rate_follows_the_schedule(schedule):
+    trainer = smoke_trainer(None, "--train.lr-schedule", schedule, "--train.learning-rate", "1e-3")
+    trainer.logger = RecordingLogger()
+    assert trainer.total_epochs == 4
+    assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3), "epoch 0 trains at the full rate"
+    trainer.train()
+    logged = [m["train/learning_rate"] for _, m in trainer.logger.records]
+    # logged after the epoch's update and LR step: epoch k reports the rate epoch k + 1 trains with
+    want = [1e-3 * lr_lambda(schedule, 4)(k) for k in (1, 2, 3, 4)]
+    assert logged == pytest.approx(want, abs=1e-12)
+    assert [m["train/epoch"] for _, m in trainer.logger.records] == [1.0, 2.0, 3.0, 4.0]
+    assert [step for step, _ in trainer.logger.records] == [512, 1024, 1536, 2048]
+
+
+# ---- checkpoints ------------------------------------------------------------------------------
+def test_checkpoint_due_by_epochs_and_by_steps():
+    trainer = smoke_trainer(None, "--train.checkpoint-interval", "3")
+    due = []
+    for epoch in range(1, 8):
+        trainer.epoch, trainer.global_step = epoch, 512 * epoch
+        due.append(trainer.checkpoint_due())
+    assert due == [False, False, True, False, False, True, False]
+    trainer = smoke_trainer(None, "--train.checkpoint-interval-unit", "steps", "--train.checkpoint-interval", "700")
+    due = []
+    for epoch in range(1, 8):  # global steps 512 ... 3584: the epoch that crosses a multiple of 700
+        trainer.epoch, trainer.global_step = epoch, 512 * epoch
+        due.append(trainer.checkpoint_due())
+    assert due == [False, True, True, False, True, True, True]
+
+
+def test_checkpoints_every_n_steps_are_written_by_train(tmp_path):
+    run_dir = tmp_path / "smoke_run"
+    run_dir.mkdir()
+    overrides = [
+        "--train.checkpoint-interval-unit",
+        "steps",
+        "--train.checkpoint-interval",
+        "700",
+        "--train.max-checkpoints",
+        "10",
+    ]
+    trainer = smoke_trainer(run_dir, *overrides)
+    trainer.train(checkpoint_fn=train_cli.checkpoint_writer(run_dir, trainer.cfg))
+    # steps after each epoch: 512, 1024 (crosses 700), 1536 (crosses 1400), 2048 (the last epoch)
+    assert [p.name for p in list_checkpoints(run_dir, "smoke")] == [
+        "model_smoke_000002.pt",
+        "model_smoke_000003.pt",
+        "model_smoke_000004.pt",
+    ]
+    saved = torch.load(run_dir / "model_smoke_000003.pt", weights_only=True)
+    assert saved["epoch"] == 3 and saved["global_step"] == 1536
+
+
+def test_max_seconds_stops_after_the_epoch_that_crosses_it_and_writes_a_final_checkpoint(tmp_path, monkeypatch):
+    """A fake clock that advances 10 s per epoch: max_seconds 25 ends the run after epoch 3 of 8."""
+    clock = SimpleNamespace(now=0.0)
+    monkeypatch.setattr(trainer_module, "time", SimpleNamespace(perf_counter=lambda: clock.now))
+    run_dir = tmp_path / "smoke_run"
+    run_dir.mkdir()
+    trainer = smoke_trainer(run_dir, "--train.total-timesteps", "4096", "--train.checkpoint-interval", "100")
+    assert trainer.total_epochs == 8
+
+    def tick(metrics):
+        clock.now += 10.0
+        return {}
+
+    trainer.epoch_hooks.append(tick)
+    trainer.logger = RecordingLogger()
+    write = train_cli.checkpoint_writer(run_dir, trainer.cfg)
+    calls = []
+    trainer.train(checkpoint_fn=lambda t: calls.append(write(t)), max_seconds=25.0)
+    assert trainer.epoch == 3 and trainer.global_step == 3 * 512
+    assert [m["perf/wall_minutes"] for _, m in trainer.logger.records] == pytest.approx([10 / 60, 20 / 60, 30 / 60])
+    assert calls == [run_dir / "model_smoke_000003.pt"], "one final checkpoint, at the epoch that ran out of time"
+    assert [p.name for p in list_checkpoints(run_dir, "smoke")] == ["model_smoke_000003.pt"]
+    # the same run with time to spare trains to the end
+    clock.now = 0.0
+    trainer.train(checkpoint_fn=lambda t: calls.append(write(t)), max_seconds=1000.0)
+    assert trainer.epoch == 8 and calls[-1] == run_dir / "model_smoke_000008.pt" and len(calls) == 2
+
+
+# ---- compiled optimizer step ------------------------------------------------------------------
+@pytest.mark.slow  # inductor C++ compile of the loss and its backward: ~5 s warm cache, ~60 s cold
+def test_compiled_step_matches_eager_and_does_not_recompile():
+    """One real PPOUpdater.step (loss, backward, clipping, Adam) compiled vs eager from the same
+    weights and optimizer state. compile_mode "default": reduce-overhead's CUDA graphs mean
+    nothing on the CPU."""
     from torch._dynamo.utils import counters
-    trainer = smoke_trainer(tmp_path, "--train.compile-mode", "reduce-overhead")
+
+    trainer = smoke_trainer(None, "--train.bptt-horizon", "4", "--train.minibatch-size", "64")
     t = trainer.cfg.train
-    trainer.collect()
+    params = trainer.sampler.params_tensor()
+    collect(trainer)
     batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
-    params, coefs = trainer.sampler.params_tensor(), torch.tensor([0.2, 0.5, 0.2, 0.01])
-    settings = dict(minibatch_segments=t.minibatch_size // t.bptt_horizon, update_epochs=1, max_grad_norm=0.5,
-                    norm_adv=False, compile_mode="reduce-overhead")
-    make = lambda compiled: PPOUpdater(trainer.policy, trainer.sampler, trainer.optimizer,  # noqa: E731
-                                       UpdateSettings(compile=compiled, **settings), t.bptt_horizon,
-                                       batch.obs.shape[-1], t_hidden(trainer), trainer.device)
-    eager, compiled = make(False), make(True)
-    index = torch.arange(settings["minibatch_segments"])
-    results = []
-    for updater in (eager, compiled):
-        updater._fill(batch, index)
-        trainer.policy.zero_grad(set_to_none=False)
-        loss, stats = updater.loss_fn(**updater.minibatch, params=params, coefs=coefs)
-        loss.backward()
-        results.append((loss.detach().clone(), stats.clone(), [p.grad.clone() for p in trainer.policy.parameters()]))
-    (l0, s0, g0), (l1, s1, g1) = results
-    torch.testing.assert_close(l1, l0, rtol=1e-4, atol=1e-6)
-    torch.testing.assert_close(s1, s0, rtol=1e-4, atol=1e-6)
-    for a, b in zip(g1, g0):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01])
+    segments = t.minibatch_size // t.bptt_horizon
+
+    def updater(policy, optimizer, compiled: bool) -> PPOUpdater:
+        settings = UpdateSettings(segments, 1, t.max_grad_norm, False, compiled, "default")
+        return PPOUpdater(
+            policy,
+            trainer.sampler,
+            optimizer,
+            settings,
+            t.bptt_horizon,
+            batch.obs.shape[-1],
+            trainer.policy.hidden_size,
+            trainer.device,
+        )
+
+    # one eager step first, so the Adam moments and the PPO ratio are not at their trivial start
+    warm = updater(trainer.policy, trainer.optimizer, False)
+    warm.load_minibatch(batch, torch.arange(segments))
+    warm.step(params, coefs)
+    (p_eager, o_eager), (p_compiled, o_compiled) = (
+        copy.deepcopy((trainer.policy, trainer.optimizer)) for _ in range(2)
+    )
+    eager, compiled = updater(p_eager, o_eager, False), updater(p_compiled, o_compiled, True)
+    g = torch.Generator().manual_seed(0)
+    index = torch.randperm(batch.obs.shape[0], generator=g)[:segments]
+    for u in (eager, compiled):
+        u.load_minibatch(batch, index)
+    s_eager, s_compiled = eager.step(params, coefs), compiled.step(params, coefs)
+    assert s_eager.shape == (len(STAT_NAMES),) and torch.isfinite(s_eager).all()
+    assert float(s_eager[STAT_NAMES.index("approx_kl")]) > 0, "the step starts away from ratio 1"
+    torch.testing.assert_close(s_compiled, s_eager, rtol=1e-4, atol=1e-6)
+    moved = False
+    for (name, a), b, before in zip(p_eager.named_parameters(), p_compiled.parameters(), trainer.policy.parameters()):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6, msg=lambda m, n=name: f"{n}: {m}")
+        moved |= not torch.equal(a, before)
+    assert moved, "the step changed the weights"
+    for sa, sb in zip(o_eager.state.values(), o_compiled.state.values()):
+        assert torch.equal(sa["step"], sb["step"])
+        torch.testing.assert_close(sb["exp_avg"], sa["exp_avg"], rtol=1e-4, atol=1e-7)
     graphs = counters["stats"]["unique_graphs"]
-    for k in range(6):  # other minibatches, other anneal values: same shapes, no recompiles
-        compiled._fill(batch, (index + k) % batch.obs.shape[0])
-        torch.compiler.cudagraph_mark_step_begin()
-        loss, _ = compiled.loss_fn(**compiled.minibatch, params=params * (1 + 0.01 * k), coefs=coefs * (1 + 0.1 * k))
-        loss.backward()
-    assert counters["stats"]["unique_graphs"] == graphs
-
-
-def t_hidden(trainer) -> int:
-    return trainer.cfg.policy.hidden_size
+    for k in range(2):  # other minibatches, other sampler and loss coefficients: no recompile
+        compiled.load_minibatch(batch, torch.randperm(batch.obs.shape[0], generator=g)[:segments])
+        stats = compiled.step(params * (1.0 + 0.1 * k), coefs * (1.0 + 0.2 * k))
+        assert torch.isfinite(stats).all()
+    assert counters["stats"]["unique_graphs"] == graphs, "a second minibatch recompiled the step"
 
 
 # ---- the command line -----------------------------------------------------------------------
@@ -177,8 +331,14 @@ def test_wandb_smoke_run_writes_offline_run_with_logged_keys(tmp_path, monkeypat
     for r in read_wandb_records(logs[0]):
         if r.WhichOneof("record_type") == "history":
             keys |= {i.key or "/".join(i.nested_key) for i in r.history.item}
-    for key in ("losses/policy_loss", "sampler/subaction_temperature", "sampler/smoothing_eps",
-                "anneal/ent_coef", "perf/sps", "eval/winrate_vs_greedy"):
+    for key in (
+        "losses/policy_loss",
+        "sampler/subaction_temperature",
+        "sampler/smoothing_eps",
+        "anneal/ent_coef",
+        "perf/sps",
+        "eval/winrate_vs_greedy",
+    ):
         assert key in keys
 
 

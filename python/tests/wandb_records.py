@@ -1,4 +1,5 @@
 """Reads the records of an offline W&B run log (shared by the logger and trainer tests)."""
+
 import struct
 import time
 
@@ -25,12 +26,12 @@ def _parse(path):
         if block - pos % block < hdr:
             pos += block - pos % block
             continue
-        _crc, length, kind = struct.unpack("<IHB", data[pos:pos + hdr])
+        _crc, length, kind = struct.unpack("<IHB", data[pos : pos + hdr])
         pos += hdr
         if kind == 0:
             pos += (block - pos % block) % block
             continue
-        chunk, pos = data[pos:pos + length], pos + length
+        chunk, pos = data[pos : pos + length], pos + length
         if kind == 1:
             out.append(chunk)
         elif kind == 2:

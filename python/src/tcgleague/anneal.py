@@ -1,4 +1,4 @@
-"""Linear anneals keyed on `global_step` (SPEC §6 Anneals).
+"""Linear anneals keyed on `global_step`.
 
 Three anneals exist: `subaction_temperature` and `smoothing_eps` (keys in [policy]) and
 `ent_coef` (keys in [train]), each configured by `<name>_initial`, `<name>_final`,
@@ -9,10 +9,11 @@ The trainer evaluates them at the start of every epoch at the current `global_st
 exactly on resume). When a run resumes weights without restoring the optimizer/global_step,
 pass the checkpoint's step as `step_offset` so the anneals continue where they were.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from .config import ANNEALS
 
@@ -30,8 +31,8 @@ class LinearAnneal:
     final: float
     start_frac: float = 0.0
     end_frac: float = 1.0
-    start_step: Optional[int] = None
-    end_step: Optional[int] = None
+    start_step: int | None = None
+    end_step: int | None = None
 
     def bounds(self, total_timesteps: int) -> tuple[float, float]:
         """(start, end) in steps: an absolute *_step overrides the matching *_frac."""
@@ -39,8 +40,7 @@ class LinearAnneal:
         end = self.end_step if self.end_step is not None else self.end_frac * total_timesteps
         if end < start:
             raise ValueError(
-                f"anneal end ({end:g}) precedes its start ({start:g}) "
-                f"with total_timesteps = {total_timesteps}"
+                f"anneal end ({end:g}) precedes its start ({start:g}) with total_timesteps = {total_timesteps}"
             )
         return float(start), float(end)
 
@@ -77,9 +77,7 @@ def anneals_from_config(cfg: Any) -> dict[str, LinearAnneal]:
     return out
 
 
-def anneal_values(
-    anneals: dict[str, LinearAnneal], global_step: int, total: int, offset: int = 0
-) -> dict[str, float]:
+def anneal_values(anneals: dict[str, LinearAnneal], global_step: int, total: int, offset: int = 0) -> dict[str, float]:
     """{"sampler/subaction_temperature": .., "sampler/smoothing_eps": .., "anneal/ent_coef": ..}."""
     return {
         METRIC_NAMES.get(name, f"anneal/{name}"): anneal.value(global_step, total, offset)

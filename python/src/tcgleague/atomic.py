@@ -1,5 +1,6 @@
 """Atomic file writes: a temp file beside the target, fsync, rename, fsync of the folder, so a
 crash leaves either the old complete file or the new complete one, never a torn one."""
+
 from __future__ import annotations
 
 import os

@@ -1,20 +1,15 @@
 """Scripted opponents, batched over rows: `random` (uniform over the legal list) and `greedy`
-(the engine's one-ply search with a material heuristic, run in C)."""
+(the engine's one-ply search with a material heuristic, run in C). Both as plain functions and
+as Actors (actors.Actor) for the game runner, the league and the trainer."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from .engine import LAYOUT
+from .layout import ACTION_WIDTH, COUNT, LEGAL
 
-_LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_count_offset"])
-_COUNT = LAYOUT["legal_count_offset"]
-_WIDTH = LAYOUT["action_width"]
-
-
-def legal_actions(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(legal tuples int32 [rows, max_legal, 4], counts int64 [rows]) read from observations."""
-    legal = obs[:, _LEGAL].reshape(len(obs), -1, _WIDTH).astype(np.int32)
-    return legal, obs[:, _COUNT].astype(np.int64)
+RANDOM, GREEDY = "random", "greedy"
+BOTS = (RANDOM, GREEDY)  # the scripted opponents, by name: the one list of them
 
 
 def random_actions(obs: np.ndarray, rng: np.random.Generator, rows: np.ndarray | None = None) -> np.ndarray:
@@ -25,18 +20,19 @@ def random_actions(obs: np.ndarray, rng: np.random.Generator, rows: np.ndarray |
     flat = obs.reshape(-1)
     rows = np.arange(len(obs)) if rows is None else np.asarray(rows, dtype=np.int64)
     base = rows * obs.shape[1]
-    counts = flat[base + _COUNT].astype(np.int64)
+    counts = flat[base + COUNT].astype(np.int64)
     pick = np.minimum((rng.random(len(rows)) * counts).astype(np.int64), np.maximum(counts - 1, 0))
-    start = base + LAYOUT["legal_offset"] + pick * _WIDTH
-    actions = flat[start[:, None] + np.arange(_WIDTH)].astype(np.int32)
+    start = base + LEGAL.start + pick * ACTION_WIDTH
+    actions = flat[start[:, None] + np.arange(ACTION_WIDTH)].astype(np.int32)
     actions[counts == 0] = 0
     return actions
 
 
 def greedy_actions(env, rows: np.ndarray | None = None) -> np.ndarray:
-    """The greedy bot's actions: for `rows` (env row ids) an int32 [len(rows), 4] array, only
-    those games searched; without `rows`, int32 [num_agents, 4] with every active row filled."""
-    out = np.zeros((env.num_agents, _WIDTH), dtype=np.int32)
+    """The greedy bot's actions in `env` (a TCGEnv): for `rows` (env row ids) an int32
+    [len(rows), 4] array, only those games searched; without `rows`, int32 [num_agents, 4]
+    with every active row filled."""
+    out = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
     if rows is None:
         env.engine.greedy(out)
         return out
@@ -45,4 +41,49 @@ def greedy_actions(env, rows: np.ndarray | None = None) -> np.ndarray:
     return out[rows]
 
 
-BOTS = ("random", "greedy")  # the scripted opponents, by name
+class RandomBot:
+    """Actor: a uniformly random legal action, from its own seeded stream."""
+
+    name = RANDOM
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return random_actions(obs, self.rng, rows)
+
+    def reset_rows(self, rows: np.ndarray) -> None:
+        """Stateless."""
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
+
+class GreedyBot:
+    """Actor: the engine's one-ply search. It searches inside the C engine, so it is bound to
+    the in-process TCGEnv whose games it plays (`env`)."""
+
+    name = GREEDY
+
+    def __init__(self, env):
+        if env is None or not hasattr(env, "engine"):
+            raise ValueError("the greedy bot needs an in-process TCGEnv (the native backend)")
+        self.env = env
+
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return greedy_actions(self.env, rows)
+
+    def reset_rows(self, rows: np.ndarray) -> None:
+        """Stateless."""
+
+
+def make_bot(name: str, env, seed: int = 0) -> RandomBot | GreedyBot:
+    """The bot called `name` playing in `env`."""
+    if name == RANDOM:
+        return RandomBot(seed)
+    if name == GREEDY:
+        return GreedyBot(env)
+    raise ValueError(f"unknown bot {name!r}; valid: {', '.join(BOTS)}")

@@ -30,6 +30,7 @@ be verified - and is refused under strict.
 `load_checkpoint` is THE load-and-validate path: train.py's resume and evaluate_checkpoint both
 call it, so they accept and refuse exactly the same files with the same messages.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,10 +42,16 @@ from pathlib import Path
 import torch
 
 from .atomic import atomic_write
-
-from .fingerprint import (action_space_hash, changed_sources, compute_fingerprint, obs_layout_hash, short,
-                          source_hashes, versions)
-from .policy.tcg_policy import PolicyConfig, TCGPolicy
+from .fingerprint import (
+    action_space_hash,
+    changed_sources,
+    compute_fingerprint,
+    obs_layout_hash,
+    short,
+    source_hashes,
+    versions,
+)
+from .policy.tcg_policy import PolicyConfig, TCGPolicy, policy_from_state
 
 FORMAT = "tcgleague-checkpoint"
 FORMAT_VERSION = 1
@@ -57,11 +64,6 @@ class CheckpointError(RuntimeError):
 
 
 # ---- files --------------------------------------------------------------------------------
-def atomic_write_bytes(path: Path, write) -> None:
-    """Writes via `write(fileobj)` into a temp file beside `path`, fsyncs, then renames."""
-    atomic_write(path, write)
-
-
 def checkpoint_path(run_dir: Path, run_name: str, epoch: int) -> Path:
     return Path(run_dir) / f"model_{run_name}_{epoch:06d}.pt"
 
@@ -90,8 +92,10 @@ def latest_checkpoint(experiments_dir: Path, run_name: str) -> Path:
         if run_dir.is_dir():
             found.extend(list_checkpoints(run_dir, run_name))
     if not found:
-        raise CheckpointError(f"--resume-checkpoint latest: no checkpoint model_{run_name}_NNNNNN.pt under "
-                              f"{experiments_dir}/{run_name}_*/ (run_name {run_name!r})")
+        raise CheckpointError(
+            f"--resume-checkpoint latest: no checkpoint model_{run_name}_NNNNNN.pt under "
+            f"{experiments_dir}/{run_name}_*/ (run_name {run_name!r})"
+        )
     return max(found, key=lambda p: (p.stat().st_mtime_ns, _epoch_of(p)))
 
 
@@ -100,34 +104,66 @@ def resolve_checkpoint(spec: str, experiments_dir: Path, run_name: str) -> Path:
     return latest_checkpoint(experiments_dir, run_name) if spec == "latest" else Path(spec)
 
 
-def unwrap(module: torch.nn.Module) -> torch.nn.Module:
-    """The module itself when torch.compile wrapped it (OptimizedModule._orig_mod)."""
-    return getattr(module, "_orig_mod", module)
-
-
-def uncompiled_state_dict(module: torch.nn.Module) -> dict:
-    """State dict with torch.compile's `_orig_mod.` prefixes removed (wherever they occur)."""
-    return {k.replace("_orig_mod.", ""): v for k, v in module.state_dict().items()}
-
-
 # ---- saving -------------------------------------------------------------------------------
-def save_checkpoint(trainer, max_checkpoints: int) -> Path:
-    """Writes the trainer's full state (resume.capture_state) and its sidecar, then prunes."""
-    from .resume import capture_state  # resume imports this module
-    cfg = trainer.cfg
-    path = checkpoint_path(trainer.run_dir, cfg.base.run_name, trainer.epoch)
-    state = capture_state(trainer)
-    state.update(format=FORMAT, format_version=FORMAT_VERSION, run_name=cfg.base.run_name,
-                 fingerprint=compute_fingerprint(cfg.to_dict()), created=time.time())
-    atomic_write_bytes(path, lambda f: torch.save(state, f))
-    sidecar = {k: state.get(k) for k in ("run_name", "epoch", "global_step", "anneal_offset", "anneal",
-                                         "sampling_params", "policy_config", "health", "metrics", "fingerprint",
-                                         "resumed_from", "league", "normalizer", "created")}
+SIDECAR_KEYS = (
+    "run_name",
+    "epoch",
+    "global_step",
+    "anneal_offset",
+    "anneal",
+    "sampling_params",
+    "policy_config",
+    "health",
+    "metrics",
+    "fingerprint",
+    "resumed_from",
+    "league",
+    "normalizer",
+    "created",
+)
+
+
+def write_checkpoint(path: Path, state: dict, config: dict | None = None) -> Path:
+    """Writes `state` (a trainer's or a member's state dict: tensors and plain values only) as
+    a checkpoint at `path` with its format, fingerprint and JSON sidecar, atomically."""
+    path = Path(path)
+    state = dict(
+        state,
+        format=FORMAT,
+        format_version=FORMAT_VERSION,
+        fingerprint=compute_fingerprint(config),
+        created=time.time(),
+    )
+    atomic_write(path, lambda f: torch.save(state, f))
+    sidecar = {k: state.get(k) for k in SIDECAR_KEYS}
     sidecar.update(file=path.name, bytes=path.stat().st_size, format=FORMAT, format_version=FORMAT_VERSION)
-    atomic_write_bytes(path.with_suffix(".json"),
-                       lambda f: f.write(json.dumps(sidecar, indent=2, default=str).encode()))
-    prune_checkpoints(trainer.run_dir, cfg.base.run_name, max_checkpoints)
+    atomic_write(path.with_suffix(".json"), lambda f: f.write(json.dumps(sidecar, indent=2, default=str).encode()))
     return path
+
+
+def save_checkpoint(run_dir: Path, run_name: str, state: dict, config: dict, max_checkpoints: int) -> Path:
+    """A run checkpoint `model_<run_name>_<epoch>.pt` from a trainer's `state_dict()`, then
+    retention (the newest `max_checkpoints` kept)."""
+    path = write_checkpoint(
+        checkpoint_path(run_dir, run_name, int(state["epoch"])), dict(state, run_name=run_name), config
+    )
+    prune_checkpoints(run_dir, run_name, max_checkpoints)
+    return path
+
+
+def save_policy(path: Path, weights: dict, policy_config: dict, sampling_params: dict, step: int, epoch: int) -> Path:
+    """A policy-only checkpoint (a league member): weights, architecture and sampler, loadable
+    by `load_checkpoint` like any checkpoint."""
+    return write_checkpoint(
+        path,
+        {
+            "policy": weights,
+            "policy_config": dict(policy_config),
+            "sampling_params": dict(sampling_params),
+            "global_step": int(step),
+            "epoch": int(epoch),
+        },
+    )
 
 
 # ---- loading and validation ------------------------------------------------------------------
@@ -157,8 +193,9 @@ def _read(path: Path) -> dict:
         with zipfile.ZipFile(path) as archive:
             bad = archive.testzip()
     except (zipfile.BadZipFile, OSError, EOFError) as err:
-        raise CheckpointError(f"checkpoint {path} is truncated or corrupted (not a complete torch zip archive: "
-                              f"{err})") from None
+        raise CheckpointError(
+            f"checkpoint {path} is truncated or corrupted (not a complete torch zip archive: {err})"
+        ) from None
     if bad is not None:
         raise CheckpointError(f"checkpoint {path} is corrupted: CRC mismatch in member {bad!r}")
     try:
@@ -171,11 +208,13 @@ def _read(path: Path) -> dict:
         if all(k in state for k in REQUIRED_KEYS if k != "fingerprint") and "format" not in state:
             state["fingerprint"] = None  # legacy: written before checkpoints carried fingerprints
             return state
-        raise CheckpointError(f"checkpoint {path} is not a tcgleague checkpoint (format {state.get('format')!r}, "
-                              f"expected {FORMAT!r})")
+        raise CheckpointError(
+            f"checkpoint {path} is not a tcgleague checkpoint (format {state.get('format')!r}, expected {FORMAT!r})"
+        )
     if int(state.get("format_version", 0)) > FORMAT_VERSION:
-        raise CheckpointError(f"checkpoint {path} has format version {state['format_version']}; this code reads "
-                              f"up to {FORMAT_VERSION}")
+        raise CheckpointError(
+            f"checkpoint {path} has format version {state['format_version']}; this code reads up to {FORMAT_VERSION}"
+        )
     missing = [k for k in REQUIRED_KEYS if k not in state]
     if missing:
         raise CheckpointError(f"checkpoint {path} is incomplete: missing {', '.join(missing)}")
@@ -183,12 +222,16 @@ def _read(path: Path) -> dict:
 
 
 def architecture_differences(stored: dict, expected: dict) -> list[str]:
-    return [f"{k} {stored.get(k)!r} vs {expected.get(k)!r}" for k in sorted(set(stored) | set(expected))
-            if stored.get(k) != expected.get(k)]
+    return [
+        f"{k} {stored.get(k)!r} vs {expected.get(k)!r}"
+        for k in sorted(set(stored) | set(expected))
+        if stored.get(k) != expected.get(k)
+    ]
 
 
-def load_checkpoint(path, policy_config: PolicyConfig | None = None, strict: bool = False,
-                    log=print) -> LoadedCheckpoint:
+def load_checkpoint(
+    path, policy_config: PolicyConfig | None = None, strict: bool = False, log=print
+) -> LoadedCheckpoint:
     """Reads, verifies and validates a checkpoint, and builds its policy with the weights.
 
     - unreadable, truncated or corrupted file: CheckpointError naming the file;
@@ -205,20 +248,27 @@ def load_checkpoint(path, policy_config: PolicyConfig | None = None, strict: boo
     fp = state["fingerprint"] or {}
     if state["fingerprint"] is None:
         if strict:
-            raise CheckpointError(f"checkpoint {path}: refusing under --resume-strict: it has no fingerprint (written "
-                                  "before checkpoints carried one), so its layout and sources cannot be verified")
-        msg = (f"WARNING: checkpoint {path} has no fingerprint (written before checkpoints carried one): its "
-               "observation layout and sources cannot be verified, and it holds no run state to resume exactly")
+            raise CheckpointError(
+                f"checkpoint {path}: refusing under --resume-strict: it has no fingerprint (written "
+                "before checkpoints carried one), so its layout and sources cannot be verified"
+            )
+        msg = (
+            f"WARNING: checkpoint {path} has no fingerprint (written before checkpoints carried one): its "
+            "observation layout and sources cannot be verified, and it holds no run state to resume exactly"
+        )
         loaded_warnings.append(msg)
         log(msg)
     where = f"checkpoint {path} is incompatible with this code"
-    for key, current, what in (("obs_layout_hash", obs_layout_hash(), "observation layout hash"),
-                               ("action_space_hash", action_space_hash(), "action space hash")):
+    for key, current, what in (
+        ("obs_layout_hash", obs_layout_hash(), "observation layout hash"),
+        ("action_space_hash", action_space_hash(), "action space hash"),
+    ):
         if fp and fp.get(key) != current:
             raise CheckpointError(f"{where}: {what} differs: checkpoint {short(fp.get(key))}, code {short(current)}")
     stored_arch = dict(state["policy_config"])
     if policy_config is None:
         from .engine.cards import load_card_pool
+
         expected = dict(stored_arch, n_cards=load_card_pool().n_cards)
         label = "(checkpoint vs the code's card pool)"
     else:
@@ -230,10 +280,14 @@ def load_checkpoint(path, policy_config: PolicyConfig | None = None, strict: boo
     changed = changed_sources(fp.get("source_hashes") or {}, source_hashes()) if fp else []
     if changed:
         if strict:
-            raise CheckpointError(f"checkpoint {path}: refusing under --resume-strict: behaviour-defining source "
-                                  f"changed since it was written: {', '.join(changed)}")
-        msg = (f"WARNING: checkpoint {path}: behaviour-defining source changed since it was written: "
-               f"{', '.join(changed)} (the policy may not behave as it did; --resume-strict refuses this)")
+            raise CheckpointError(
+                f"checkpoint {path}: refusing under --resume-strict: behaviour-defining source "
+                f"changed since it was written: {', '.join(changed)}"
+            )
+        msg = (
+            f"WARNING: checkpoint {path}: behaviour-defining source changed since it was written: "
+            f"{', '.join(changed)} (the policy may not behave as it did; --resume-strict refuses this)"
+        )
         loaded_warnings.append(msg)
         log(msg)
     stored_versions, now = fp.get("versions") or {}, versions()
@@ -242,9 +296,7 @@ def load_checkpoint(path, policy_config: PolicyConfig | None = None, strict: boo
             notes.append(f"{name} version {stored_versions.get(name)} in the checkpoint, {now.get(name)} here")
     try:
         arch = PolicyConfig.from_dict(stored_arch)
-        with torch.random.fork_rng(devices=[]):  # building a policy must not move the global RNG
-            policy = TCGPolicy(arch)
-        policy.load_state_dict(state["policy"], strict=True)
+        policy = policy_from_state(state["policy"], arch)
     except (RuntimeError, ValueError, TypeError) as err:
         raise CheckpointError(f"checkpoint {path}: weights do not fit the architecture: {err}") from None
     return LoadedCheckpoint(path, state, arch, policy, loaded_warnings, notes)

@@ -7,6 +7,7 @@ observations are not refreshed. A row's reward is what its seat earned since its
 decision; when a game ends both rows get `terminals` (or `truncations` at the turn cap) and
 their final reward, and the game restarts itself.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,8 +19,8 @@ from pettingzoo import AECEnv
 
 from .engine import LAYOUT, Engine
 from .engine.cards import DEFAULT_CARDS, CardPool, deck_weights, load_card_pool
+from .layout import ACTION_WIDTH, COUNT, LEGAL, MAX_LEGAL, OBS_SIZE, PASS
 
-OBS_SIZE = LAYOUT["obs_size"]
 ACTION_TYPES = {v: k for k, v in LAYOUT["action_types"].items()}
 EPISODE_FIELDS = LAYOUT["episode_fields"]
 
@@ -39,9 +40,17 @@ def action_space() -> gymnasium.spaces.MultiDiscrete:
 class TCGEnv(pufferlib.PufferEnv):
     """Many Emberfront games, stepped by one C call into PufferLib's buffers."""
 
-    def __init__(self, num_games: int = 1, seed: int = 0, deck_pool: str | Path | dict | None = None,
-                 reward_shaping: float = 0.0, turn_cap: int = LAYOUT["default_turn_cap"],
-                 card_file: str | Path = DEFAULT_CARDS, buf=None, log_episodes: bool = True):
+    def __init__(
+        self,
+        num_games: int = 1,
+        seed: int = 0,
+        deck_pool: str | Path | dict | None = None,
+        reward_shaping: float = 0.0,
+        turn_cap: int = LAYOUT["default_turn_cap"],
+        card_file: str | Path = DEFAULT_CARDS,
+        buf=None,
+        log_episodes: bool = True,
+    ):
         if num_games < 1:
             raise ValueError(f"num_games must be >= 1, got {num_games}")
         if turn_cap < 1:
@@ -56,11 +65,22 @@ class TCGEnv(pufferlib.PufferEnv):
         self.pool: CardPool = load_card_pool(card_file)
         self._weights = deck_weights(self.pool, deck_pool)
         self.engine = Engine(
-            num_games=num_games, n_cards=self.pool.n_cards, n_decks=len(self.pool.deck_names),
-            cards=self.pool.table, decks=self.pool.decks, deck_leaders=self.pool.deck_leaders,
-            deck_weights=self._weights, card_names=self.pool.names, observations=self.observations,
-            rewards=self.rewards, terminals=self.terminals, truncations=self.truncations,
-            masks=self.masks, turn_cap=turn_cap, shaping_coef=float(reward_shaping))
+            num_games=num_games,
+            n_cards=self.pool.n_cards,
+            n_decks=len(self.pool.deck_names),
+            cards=self.pool.table,
+            decks=self.pool.decks,
+            deck_leaders=self.pool.deck_leaders,
+            deck_weights=self._weights,
+            card_names=self.pool.names,
+            observations=self.observations,
+            rewards=self.rewards,
+            terminals=self.terminals,
+            truncations=self.truncations,
+            masks=self.masks,
+            turn_cap=turn_cap,
+            shaping_coef=float(reward_shaping),
+        )
 
     def reset(self, seed: int | None = None):
         self.engine.reset(self.seed if seed is None else int(seed))
@@ -74,7 +94,8 @@ class TCGEnv(pufferlib.PufferEnv):
             game, row, n_legal = refused
             raise IllegalActionError(
                 f"game {game} (row {row}, seat {row % 2}): action {tuple(int(x) for x in actions[row])} is not "
-                f"legal; the game has {n_legal} legal actions (see the legal list in its observation)")
+                f"legal; the game has {n_legal} legal actions (see the legal list in its observation)"
+            )
         return self.observations, self.rewards, self.terminals, self.truncations, self._episode_infos()
 
     def set_reward_shaping(self, coef: float) -> None:
@@ -102,7 +123,6 @@ class TCGEnv(pufferlib.PufferEnv):
 
 
 _COUNT_KEYS = [f"seat{seat}_{ACTION_TYPES[t]}" for seat in (0, 1) for t in range(len(ACTION_TYPES))]
-_PASS = LAYOUT["action_types"]["pass"]
 
 
 def episode_info(record: np.ndarray, deck_names: list[str]) -> dict:
@@ -114,7 +134,7 @@ def episode_info(record: np.ndarray, deck_names: list[str]) -> dict:
     info["draw"] = int(info["winner"] == 2)
     info["deck0_name"] = deck_names[info["deck0"]]
     info["deck1_name"] = deck_names[info["deck1"]]
-    passes = values[n + _PASS] + values[n + len(ACTION_TYPES) + _PASS]
+    passes = values[n + PASS] + values[n + len(ACTION_TYPES) + PASS]
     info["noop_rate"] = passes / max(1, sum(values[n:]))
     return info
 
@@ -144,13 +164,13 @@ class TCGAECEnv(AECEnv):
         self.render_mode = render_mode
         self.possible_agents = ["player_0", "player_1"]
         self.tcg = TCGEnv(num_games=1, seed=seed, **env_kwargs)
-        mask_space = gymnasium.spaces.Box(0, 1, shape=(LAYOUT["max_legal"],), dtype=np.int8)
+        mask_space = gymnasium.spaces.Box(0, 1, shape=(MAX_LEGAL,), dtype=np.int8)
         space = gymnasium.spaces.Dict({"observation": observation_space(), "action_mask": mask_space})
         self.observation_spaces = {a: space for a in self.possible_agents}
-        self.action_spaces = {a: gymnasium.spaces.Discrete(LAYOUT["max_legal"]) for a in self.possible_agents}
+        self.action_spaces = {a: gymnasium.spaces.Discrete(MAX_LEGAL) for a in self.possible_agents}
         self._seeds = np.random.default_rng(seed)
         self._obs = np.zeros((2, OBS_SIZE), dtype=np.float32)
-        self._actions = np.zeros((2, LAYOUT["action_width"]), dtype=np.int32)
+        self._actions = np.zeros((2, ACTION_WIDTH), dtype=np.int32)
         self._over, self._final = False, ""
 
     def observation_space(self, agent):
@@ -178,9 +198,9 @@ class TCGAECEnv(AECEnv):
 
     def observe(self, agent):
         seat = self.possible_agents.index(agent)
-        mask = np.zeros(LAYOUT["max_legal"], dtype=np.int8)
+        mask = np.zeros(MAX_LEGAL, dtype=np.int8)
         if not self._over and agent == self.agent_selection:
-            mask[: int(self._obs[seat, LAYOUT["legal_count_offset"]])] = 1
+            mask[: int(self._obs[seat, COUNT])] = 1
         return {"observation": self._obs[seat].copy(), "action_mask": mask}
 
     def step(self, action):
@@ -188,12 +208,12 @@ class TCGAECEnv(AECEnv):
         if self.terminations[agent] or self.truncations[agent]:
             return self._was_dead_step(action)
         seat = self.possible_agents.index(agent)
-        n_legal = int(self._obs[seat, LAYOUT["legal_count_offset"]])
+        n_legal = int(self._obs[seat, COUNT])
         if action is None or not 0 <= int(action) < n_legal:
             raise IllegalActionError(f"{agent}: action index {action} is not legal; there are {n_legal} legal actions")
-        start = LAYOUT["legal_offset"] + LAYOUT["action_width"] * int(action)
+        start = LEGAL.start + ACTION_WIDTH * int(action)
         self._actions[:] = 0
-        self._actions[seat] = self._obs[seat, start: start + LAYOUT["action_width"]]
+        self._actions[seat] = self._obs[seat, start : start + ACTION_WIDTH]
         self._cumulative_rewards[agent] = 0.0
         _, rewards, terminals, truncations, infos = self.tcg.step(self._actions)
         self.rewards = {a: float(rewards[i]) for i, a in enumerate(self.agents)}

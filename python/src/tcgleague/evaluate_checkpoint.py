@@ -1,5 +1,5 @@
 """`python -m tcgleague.evaluate_checkpoint CHECKPOINT [--opponent random|greedy|PATH] ...`:
-plays a checkpoint in the duplicate format (evaluate.play_duplicate) and reports W/L/D, the win
+plays a checkpoint in the duplicate format (match.play_match, the game runner) and reports W/L/D, the win
 rate with a Wilson interval, mean length, entropy, noop rate, and per-deck / per-seat /
 turn-order tables.
 
@@ -8,6 +8,7 @@ it is accepted or refused exactly as `train.py --resume-checkpoint` would (same 
 sampler is set to the checkpoint's annealed values (its primary temperature, and the
 subaction temperature and smoothing at its step), unless --argmax or --temperature T is given.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,8 @@ from rich.table import Table
 
 from .bots import BOTS
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
-from .evaluate import PolicyOpponent, play_duplicate
+from .match import bot_side, play_match, policy_side
 from .policy.tcg_sampler import TCGSampler
-
 
 
 def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = None) -> TCGSampler:
@@ -38,70 +38,103 @@ def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = Non
         params["smoothing_eps"] = anneal["sampler/smoothing_eps"]
     if temperature is not None:
         params.update(primary_temperature=temperature, subaction_temperature=temperature, smoothing_eps=0.0)
-    sampler = TCGSampler()
-    sampler.set_sampling_params(**{k: params[k] for k in ("primary_temperature", "subaction_temperature",
-                                                           "smoothing_eps") if k in params})
-    return sampler
+    return TCGSampler.from_params(params)
 
 
-def evaluate_loaded(loaded: LoadedCheckpoint, opponent: str, episodes: int, seed: int, argmax: bool = False,
-                    temperature: float | None = None, parallel: int = 256, strict: bool = False,
-                    log=print) -> dict:
-    """Evaluates a loaded checkpoint; returns the JSON-ready report (evaluate.MatchReport.summary
+def evaluate_loaded(
+    loaded: LoadedCheckpoint,
+    opponent: str,
+    episodes: int,
+    seed: int,
+    argmax: bool = False,
+    temperature: float | None = None,
+    parallel: int = 256,
+    strict: bool = False,
+    log=print,
+) -> dict:
+    """Evaluates a loaded checkpoint; returns the JSON-ready report (match.MatchReport.summary
     plus what was evaluated). `opponent` is "random", "greedy" or a checkpoint path."""
     sampler = checkpoint_sampler(loaded, temperature)
-    policy = loaded.policy.eval()
+    learner = policy_side(loaded.policy.eval(), sampler, seed, argmax)
     opp_info = {"opponent": opponent}
     if opponent in BOTS:
-        opp = opponent
+        opp = bot_side(opponent, seed + 1)
     else:
         other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log)
-        opp = PolicyOpponent(other.policy.eval(), checkpoint_sampler(other), seed + 1, name=str(other.path))
+        opp = policy_side(other.policy.eval(), checkpoint_sampler(other), seed + 1, name=str(other.path))
         opp_info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
     start = time.perf_counter()
-    report = play_duplicate(policy, sampler, opp, episodes, seed, parallel=parallel, argmax=argmax)
+    report = play_match(learner, opp, episodes, seed, parallel=parallel)
     out = report.summary()
     out.update(opp_info)
-    out.update(checkpoint=str(loaded.path), global_step=loaded.global_step, epoch=int(loaded.state["epoch"]),
-               seed=seed, argmax=argmax, sampling_params=sampler.get_sampling_params(),
-               warnings=list(loaded.warnings), seconds=time.perf_counter() - start)
+    out.update(
+        checkpoint=str(loaded.path),
+        global_step=loaded.global_step,
+        epoch=int(loaded.state["epoch"]),
+        seed=seed,
+        argmax=argmax,
+        sampling_params=sampler.get_sampling_params(),
+        warnings=list(loaded.warnings),
+        seconds=time.perf_counter() - start,
+    )
     return out
 
 
 def print_report(r: dict, console: Console | None = None) -> None:
     console = console or Console()
     mode = "argmax" if r["argmax"] else ", ".join(f"{k} {v:.3g}" for k, v in r["sampling_params"].items())
-    console.print(f"[bold]{r['checkpoint']}[/bold] (epoch {r['epoch']}, global_step {r['global_step']:,}) "
-                  f"vs [bold]{r['opponent']}[/bold]; sampler: {mode}")
-    console.print(f"{r['episodes']} games: W {r['wins']} / L {r['losses']} / D {r['draws']}   win rate "
-                  f"[bold]{r['winrate']:.3f}[/bold]  (95% Wilson [{r['wilson_low']:.3f}, {r['wilson_high']:.3f}])")
-    console.print(f"mean length {r['mean_length']:.1f} decisions ({r['mean_turns']:.1f} turns), truncated "
-                  f"{r['truncation_rate']:.1%}, entropy {r['entropy']:.3f}, noop rate {r['noop_rate']:.3f}")
-    for title, key in (("per deck (the learner's)", "per_deck"), ("per seat (the learner's)", "per_seat"),
-                       ("per turn order", "per_turn_order")):
+    console.print(
+        f"[bold]{r['checkpoint']}[/bold] (epoch {r['epoch']}, global_step {r['global_step']:,}) "
+        f"vs [bold]{r['opponent']}[/bold]; sampler: {mode}"
+    )
+    console.print(
+        f"{r['episodes']} games: W {r['wins']} / L {r['losses']} / D {r['draws']}   win rate "
+        f"[bold]{r['winrate']:.3f}[/bold]  (95% Wilson [{r['wilson_low']:.3f}, {r['wilson_high']:.3f}])"
+    )
+    console.print(
+        f"mean length {r['mean_length']:.1f} decisions ({r['mean_turns']:.1f} turns), truncated "
+        f"{r['truncation_rate']:.1%}, entropy {r['entropy']:.3f}, noop rate {r['noop_rate']:.3f}"
+    )
+    for title, key in (
+        ("per deck (the learner's)", "per_deck"),
+        ("per seat (the learner's)", "per_seat"),
+        ("per turn order", "per_turn_order"),
+    ):
         table = Table(title=title)
         for col in ("", "games", "W", "L", "D", "win rate", "Wilson 95%"):
             table.add_column(col, justify="right" if col else "left")
         for name, v in r[key].items():
-            table.add_row(str(name), str(v["games"]), str(v["wins"]), str(v["losses"]), str(v["draws"]),
-                          f"{v['winrate']:.3f}", f"[{v['wilson_low']:.3f}, {v['wilson_high']:.3f}]")
+            table.add_row(
+                str(name),
+                str(v["games"]),
+                str(v["wins"]),
+                str(v["losses"]),
+                str(v["draws"]),
+                f"{v['winrate']:.3f}",
+                f"[{v['wilson_low']:.3f}, {v['wilson_high']:.3f}]",
+            )
         console.print(table)
 
 
 def parse_args(argv):
-    p = argparse.ArgumentParser(prog="python evaluate_checkpoint.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python evaluate_checkpoint.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("checkpoint", nargs="?", help="a model_<run>_<epoch>.pt file (or give it as --checkpoint)")
-    p.add_argument("--checkpoint", dest="checkpoint_flag", metavar="PATH", help="the same, as a flag (SPEC's form)")
+    p.add_argument("--checkpoint", dest="checkpoint_flag", metavar="PATH", help="the same, as a flag")
     p.add_argument("--opponent", default="greedy", help="random | greedy | another checkpoint's path (default greedy)")
     p.add_argument("--episodes", type=int, default=1000, help="games (rounded up to whole deals of 2; default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the pre-generated deals and the sampling (default 0)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--argmax", action="store_true", help="take the most likely action at every stage")
-    mode.add_argument("--temperature", type=float, metavar="T",
-                      help="sample at temperature T at every stage, without smoothing")
-    p.add_argument("--strict", action="store_true",
-                   help="refuse a checkpoint whose behaviour-defining sources changed (as --resume-strict)")
+    mode.add_argument(
+        "--temperature", type=float, metavar="T", help="sample at temperature T at every stage, without smoothing"
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a checkpoint whose behaviour-defining sources changed (as --resume-strict)",
+    )
     p.add_argument("--parallel", type=int, default=256, help="concurrent games (default 256)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     p.add_argument("--json", type=Path, metavar="OUT", help="write the report to this JSON file")
@@ -122,8 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     try:
         loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict)
-        report = evaluate_loaded(loaded, args.opponent, args.episodes, args.seed, args.argmax, args.temperature,
-                                 args.parallel, args.strict)
+        report = evaluate_loaded(
+            loaded, args.opponent, args.episodes, args.seed, args.argmax, args.temperature, args.parallel, args.strict
+        )
     except CheckpointError as err:
         print(f"evaluation refused: {err}", file=sys.stderr)
         return 2

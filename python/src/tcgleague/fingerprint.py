@@ -1,15 +1,17 @@
-"""Fingerprints stored in checkpoints (SPEC §7): what defines a checkpoint's behaviour.
+"""Fingerprints stored in checkpoints: what defines a checkpoint's behaviour.
 
 - `source_hashes`: SHA-256 of every behaviour-defining source file, keyed by its path inside the
   package: the engine (`engine/*.c`, `engine/*.h`, `engine/cards.json`), the policy and sampler,
-  the trainer, the rollout buffer and the PPO loss. A changed file means a resumed run may not
-  behave like the one that wrote the checkpoint (seed 001: a sampler/scheduler change made old
-  checkpoints collapse on resume), so resume warns, and refuses under --resume-strict.
+  the recurrence and layout, the trainer, the rollout buffer and the PPO loss. A changed file
+  means a resumed run may not behave like the one that wrote the checkpoint (a sampler or
+  scheduler change can make an old checkpoint collapse on resume), so resume warns, and refuses
+  under --resume-strict.
 - `obs_layout_hash` / `action_space_hash`: from the engine's exported LAYOUT. A different
   observation layout or action space makes the weights meaningless: always refused.
 - `config_hash`: of the whole run configuration (informational).
 - `versions`: tcgleague, torch, python, numpy.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,10 +27,29 @@ from .engine import LAYOUT
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Behaviour-defining sources, relative to the package directory (globs allowed).
-SOURCE_PATTERNS = ("engine/*.c", "engine/*.h", "engine/cards.json", "policy/tcg_policy.py",
-                   "policy/tcg_sampler.py", "trainer.py", "rollout.py", "ppo.py")
-ACTION_SPACE_KEYS = ("n_action_types", "n_a", "n_b", "n_c", "max_legal", "action_width", "action_types",
-                     "none_entity", "none_slot")
+SOURCE_PATTERNS = (
+    "engine/*.c",
+    "engine/*.h",
+    "engine/cards.json",
+    "policy/tcg_policy.py",
+    "recurrent.py",
+    "layout.py",
+    "policy/tcg_sampler.py",
+    "trainer.py",
+    "rollout.py",
+    "ppo.py",
+)
+ACTION_SPACE_KEYS = (
+    "n_action_types",
+    "n_a",
+    "n_b",
+    "n_c",
+    "max_legal",
+    "action_width",
+    "action_types",
+    "none_entity",
+    "none_slot",
+)
 
 
 def _sha256(data: bytes) -> str:
@@ -75,8 +96,12 @@ def config_hash(config_dict: dict) -> str:
 
 
 def versions() -> dict[str, str]:
-    return {"tcgleague": str(__version__), "torch": str(torch.__version__), "python": platform.python_version(),
-            "numpy": str(np.__version__)}
+    return {
+        "tcgleague": str(__version__),
+        "torch": str(torch.__version__),
+        "python": platform.python_version(),
+        "numpy": str(np.__version__),
+    }
 
 
 def compute_fingerprint(config_dict: dict | None = None) -> dict:

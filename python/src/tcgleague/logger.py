@@ -1,8 +1,9 @@
-"""Run logging (SPEC §6 Logging): a local `metrics.jsonl` always, Weights & Biases when enabled
+"""Run logging: a local `metrics.jsonl` always, Weights & Biases when enabled
 (offline unless an API key is configured), and a live terminal dashboard.
 
 Metric names are namespaced: each must start with one of `METRIC_NAMESPACES`.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,12 +12,20 @@ import netrc
 import os
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping, TextIO
+from typing import Any, TextIO
 from urllib.parse import urlparse
 
 METRIC_NAMESPACES = (
-    "train/", "losses/", "environment/", "league/", "sampler/", "anneal/", "perf/", "eval/",
+    "train/",
+    "losses/",
+    "environment/",
+    "league/",
+    "sampler/",
+    "anneal/",
+    "perf/",
+    "eval/",
     "resume/",
 )
 METRICS_FILE = "metrics.jsonl"
@@ -26,8 +35,7 @@ def check_metric_names(metrics: Mapping[str, Any]) -> None:
     for name in metrics:
         if not isinstance(name, str) or not name.startswith(METRIC_NAMESPACES):
             raise ValueError(
-                f"metric {name!r} is not namespaced: names must start with one of "
-                f"{', '.join(METRIC_NAMESPACES)}"
+                f"metric {name!r} is not namespaced: names must start with one of {', '.join(METRIC_NAMESPACES)}"
             )
 
 
@@ -66,7 +74,7 @@ def wandb_api_key_configured() -> bool:
 
 
 def resolve_wandb_mode(mode: str) -> str:
-    """"auto" -> "online" when an API key is configured, else "offline"; others unchanged."""
+    """ "auto" -> "online" when an API key is configured, else "offline"; others unchanged."""
     if mode == "auto":
         return "online" if wandb_api_key_configured() else "offline"
     if mode not in ("online", "offline", "disabled"):
@@ -82,7 +90,7 @@ def resolve_wandb_mode(mode: str) -> str:
 class RunLogger:
     """Appends metrics to `run_dir/metrics.jsonl` and, when `wandb_cfg.enable`, to W&B.
 
-    `wandb_cfg` is a `config.WandbConfig` (or anything with enable/project/group/tags/name/mode;
+    `wandb_cfg` is a `config.WandbSection` (or anything with enable/project/group/tags/name/mode;
     tags may be a comma-separated string or a list). W&B data goes under `run_dir/wandb/`.
     """
 
@@ -139,7 +147,7 @@ class RunLogger:
             run, self.wandb_run = self.wandb_run, None
             run.finish()
 
-    def __enter__(self) -> "RunLogger":
+    def __enter__(self) -> RunLogger:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -164,8 +172,7 @@ DEFAULT_KEY_METRICS = (
     "sampler/subaction_temperature",
     "sampler/smoothing_eps",
 )
-_PREFERRED_NAMESPACES = ("losses/", "environment/", "eval/", "league/", "train/", "sampler/",
-                         "anneal/", "resume/")
+_PREFERRED_NAMESPACES = ("losses/", "environment/", "eval/", "league/", "train/", "sampler/", "anneal/", "resume/")
 
 
 def _fmt(value: Any) -> str:
@@ -256,8 +263,13 @@ class Dashboard:
             if len(names) < self.max_metrics:
                 rest = sorted(
                     (k for k in self.latest if k not in names and not k.startswith("perf/")),
-                    key=lambda k: (next((i for i, p in enumerate(_PREFERRED_NAMESPACES)
-                                         if k.startswith(p)), len(_PREFERRED_NAMESPACES)), k),
+                    key=lambda k: (
+                        next(
+                            (i for i, p in enumerate(_PREFERRED_NAMESPACES) if k.startswith(p)),
+                            len(_PREFERRED_NAMESPACES),
+                        ),
+                        k,
+                    ),
                 )
                 names += rest[: self.max_metrics - len(names)]
         return [(k, self.latest[k]) for k in names[: self.max_metrics]]
@@ -303,8 +315,7 @@ class Dashboard:
         table.add_column("value", justify="right")
         for k, v in self.shown_metrics():
             table.add_row(k, _fmt(v))
-        return Panel(Group(head, bar, table), title=f"[bold cyan]{self.run_name}[/]",
-                     border_style="cyan")
+        return Panel(Group(head, bar, table), title=f"[bold cyan]{self.run_name}[/]", border_style="cyan")
 
     def update(self, metrics: Mapping[str, Any], global_step: int, epoch: int | None = None) -> None:
         self._advance(metrics, global_step, epoch)
@@ -316,8 +327,7 @@ class Dashboard:
             from rich.live import Live
 
             self._console = Console(file=self.file)
-            self._live = Live(self._renderable(), console=self._console, refresh_per_second=4,
-                              transient=False)
+            self._live = Live(self._renderable(), console=self._console, refresh_per_second=4, transient=False)
             self._live.start()
         else:
             self._live.update(self._renderable(), refresh=True)
@@ -327,7 +337,7 @@ class Dashboard:
             self._live.stop()
             self._live = None
 
-    def __enter__(self) -> "Dashboard":
+    def __enter__(self) -> Dashboard:
         return self
 
     def __exit__(self, *exc: Any) -> None:

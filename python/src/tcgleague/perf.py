@@ -1,9 +1,10 @@
-"""Process-level tuning for the hot loops (called by the trainer and the benchmarks).
+"""Process-level tuning for the hot loops (called by the engine benchmark; the trainer does not).
 
 glibc hands every allocation above 128 KiB to mmap and gives it back on free, so each env step's
 numpy/torch temporaries of that size cost fresh zeroed pages (page faults). Raising the mmap and
 trim thresholds keeps them in the heap. Long-lived objects of the torch/numpy imports are frozen
 out of the garbage collector, which otherwise walks them on every collection."""
+
 from __future__ import annotations
 
 import ctypes

@@ -1,11 +1,14 @@
-"""The PPO loss and the update loop around it, optionally torch.compile'd.
+"""The PPO loss and the update loop around it; the loss (not the rollout forward) is optionally
+torch.compile'd.
 
 The loss takes raw tensors of fixed shape [minibatch segments, horizon, ...]; minibatches are
 copied into pre-allocated tensors with `index_select(out=)`, each step is marked with
 `cudagraph_mark_step_begin()`, gradients are zeroed in place, and per-minibatch statistics
-stay on the device until the epoch ends (seed 003: what reduce-overhead needs to replay one
-CUDA graph instead of re-recording).
+stay on the device until the epoch ends: reduce-overhead compilation replays one CUDA graph
+only when every input lives at a fixed address with a fixed shape, and a host read inside the
+step would force a sync (and a re-record) every minibatch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,17 +16,16 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from .engine import LAYOUT
+from .layout import legal_from_obs
 from .rollout import Batch
 
-LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_count_offset"])
-COUNT = LAYOUT["legal_count_offset"]
 STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev")
 MINIBATCH_FIELDS = ("obs", "actions", "logprob", "value", "advantage", "ret", "boundary", "state_h", "state_c")
 
 
-def unroll(policy: nn.Module, obs: torch.Tensor, boundary: torch.Tensor, state_h: torch.Tensor,
-           state_c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def unroll(
+    policy: nn.Module, obs: torch.Tensor, boundary: torch.Tensor, state_h: torch.Tensor, state_c: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Runs the LSTM over [M, T] steps; at a boundary the state restarts from the stored one
     (the state the rollout used there), so training replays the rollout exactly."""
     m, t = obs.shape[:2]
@@ -32,9 +34,9 @@ def unroll(policy: nn.Module, obs: torch.Tensor, boundary: torch.Tensor, state_h
     h, c = state_h[:, 0], state_c[:, 0]
     outs = []
     for k in range(t):
-        b = boundary[:, k, None]
-        h = b * state_h[:, k] + (1.0 - b) * h
-        c = b * state_c[:, k] + (1.0 - b) * c
+        restart = boundary[:, k, None] > 0.5  # a select, not a blend: 0 x inf would leak NaN
+        h = torch.where(restart, state_h[:, k], h)
+        c = torch.where(restart, state_c[:, k], c)
         out, (h, c) = policy.step(x[:, k], (h, c))
         outs.append(out)
     return torch.stack(outs, 1).reshape(m * t, -1), ent
@@ -52,11 +54,10 @@ class PPOLoss(nn.Module):
 
     def forward(self, obs, actions, logprob, value, advantage, ret, boundary, state_h, state_c, params, coefs):
         out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
-        flat = obs.reshape(out.shape[0], -1)
-        legal = flat[:, LEGAL].reshape(out.shape[0], -1, 4).long()
-        count = flat[:, COUNT].long()
+        legal, count = legal_from_obs(obs.reshape(out.shape[0], -1))
         new_logprob, entropy = self.sampler.log_prob_entropy(
-            self.policy, out, ent, legal, count, actions.reshape(-1, 4), params)
+            self.policy, out, ent, legal, count, actions.reshape(-1, 4), params
+        )
         new_value = self.policy.value(out)
         old_logprob, old_value = logprob.reshape(-1), value.reshape(-1)
         adv, ret = advantage.reshape(-1), ret.reshape(-1)
@@ -89,17 +90,37 @@ class PPOUpdater:
     """Owns the (optionally compiled) loss, the pre-allocated minibatch tensors and the
     optimizer step. One `update(batch)` call per epoch; statistics are read once at its end."""
 
-    def __init__(self, policy: nn.Module, sampler, optimizer: torch.optim.Optimizer, settings: UpdateSettings,
-                 horizon: int, obs_size: int, hidden_size: int, device: torch.device):
+    def __init__(
+        self,
+        policy: nn.Module,
+        sampler,
+        optimizer: torch.optim.Optimizer,
+        settings: UpdateSettings,
+        horizon: int,
+        obs_size: int,
+        hidden_size: int,
+        device: torch.device,
+    ):
         self.policy, self.optimizer, self.settings, self.device = policy, optimizer, settings, device
         self.loss = PPOLoss(policy, sampler)
         self.loss_fn = torch.compile(self.loss, mode=settings.compile_mode) if settings.compile else self.loss
         m, t = settings.minibatch_segments, horizon
-        shapes = {"obs": (m, t, obs_size), "actions": (m, t, 4), "logprob": (m, t), "value": (m, t),
-                  "advantage": (m, t), "ret": (m, t), "boundary": (m, t), "state_h": (m, t, hidden_size),
-                  "state_c": (m, t, hidden_size)}
-        self.minibatch = {k: torch.zeros(s, device=device, dtype=torch.long if k == "actions" else torch.float32)
-                          for k, s in shapes.items()}
+        shapes = {
+            "obs": (m, t, obs_size),
+            "actions": (m, t, 4),
+            "logprob": (m, t),
+            "value": (m, t),
+            "advantage": (m, t),
+            "ret": (m, t),
+            "boundary": (m, t),
+            "state_h": (m, t, hidden_size),
+            "state_c": (m, t, hidden_size),
+        }
+        self.minibatch = {
+            k: torch.zeros(s, device=device, dtype=torch.long if k == "actions" else torch.float32)
+            for k, s in shapes.items()
+        }
+        self.params = list(self.policy.parameters())
         self._warm_gradients()
 
     def _warm_gradients(self) -> None:
@@ -108,32 +129,38 @@ class PPOUpdater:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
 
-    def _fill(self, batch: Batch, index: torch.Tensor) -> None:
+    def load_minibatch(self, batch: Batch, index: torch.Tensor) -> None:
+        """Copies segments `index` of `batch` into the fixed minibatch tensors."""
         for name in MINIBATCH_FIELDS:
             torch.index_select(getattr(batch, name), 0, index, out=self.minibatch[name])
 
+    def step(self, params: torch.Tensor, coefs: torch.Tensor) -> torch.Tensor:
+        """One optimizer step on the loaded minibatch: loss, backward, gradient clipping, Adam.
+        Returns the loss statistics (STAT_NAMES) as a device tensor; nothing is read here."""
+        if self.settings.compile:
+            torch.compiler.cudagraph_mark_step_begin()
+        loss, stats = self.loss_fn(**self.minibatch, params=params, coefs=coefs)
+        self.optimizer.zero_grad(set_to_none=False)
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.params, self.settings.max_grad_norm)
+        self.optimizer.step()
+        return stats.detach().clone()
+
     def update(self, batch: Batch, params: torch.Tensor, coefs: torch.Tensor, generator: torch.Generator) -> dict:
+        """update_epochs passes over `batch` in random minibatch order; statistics are read once."""
         s = self.settings
-        if s.norm_adv:
+        if s.norm_adv:  # over the whole batch, once per epoch
             adv = batch.advantage
             batch.advantage = (adv - adv.mean()) / (adv.std() + 1e-8)
         segments = batch.obs.shape[0]
         n_mb = segments // s.minibatch_segments
         totals = torch.zeros(len(STAT_NAMES), device=self.device)  # stays on the device until the end
         first_ratio_dev = None
-        params_list = list(self.policy.parameters())
         for _ in range(s.update_epochs):
             order = torch.randperm(segments, generator=generator)
             for k in range(n_mb):
-                self._fill(batch, order[k * s.minibatch_segments:(k + 1) * s.minibatch_segments])
-                if s.compile:
-                    torch.compiler.cudagraph_mark_step_begin()
-                loss, stats = self.loss_fn(**self.minibatch, params=params, coefs=coefs)
-                self.optimizer.zero_grad(set_to_none=False)
-                loss.backward()
-                nn.utils.clip_grad_norm_(params_list, s.max_grad_norm)
-                self.optimizer.step()
-                stats = stats.detach().clone()
+                self.load_minibatch(batch, order[k * s.minibatch_segments : (k + 1) * s.minibatch_segments])
+                stats = self.step(params, coefs)
                 totals += stats
                 if first_ratio_dev is None:
                     first_ratio_dev = stats[-1]

@@ -1,18 +1,37 @@
-"""Recurrent state kept per env row, reset by row index when a game ends.
+"""The LSTM recurrence and the per-row recurrent state, shared by training, rollout, evaluation
+and the frozen league members.
 
-The predecessor system passed row ids where a boolean mask was expected and crashed with a
-shape mismatch (seed 001); here the only entry point takes indices, checks their type, drops
-out-of-range ids and duplicates, and zeroes exactly those rows."""
+`lstm_cell` is the one recurrence: nn.LSTMCell's documented math written out, because vmap (the
+stacked frozen members' forward) has no batching rule for aten::lstm_cell. On the CPU it is
+bit-identical to nn.LSTMCell, forward and backward (tested).
+
+State is kept per env row and reset by row index when the row's game ends. A boolean mask where
+ids are expected is a classic shape bug (a mask of 2048 rows silently indexes rows 0 and 1), so
+the only reset entry point takes indices and refuses a mask."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def lstm_cell(
+    cell: nn.LSTMCell, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One LSTM step with `cell`'s weights: gates (i, f, g, o) -> (h', c')."""
+    gates = F.linear(x, cell.weight_ih, cell.bias_ih) + F.linear(h, cell.weight_hh, cell.bias_hh)
+    i, f, g, o = gates.chunk(4, -1)
+    c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c), c
 
 
 def zero_rows(states: Sequence[torch.Tensor], rows) -> torch.Tensor:
-    """Zeroes rows `rows` (int indices) of every state tensor in place; returns the int64 ids used."""
+    """Zeroes rows `rows` (int indices) of every state tensor in place; returns the int64 ids
+    used (out-of-range ids and duplicates dropped)."""
     ids = torch.as_tensor(np.asarray(rows))
     if ids.dtype == torch.bool:
         raise TypeError("zero_rows takes row indices, not a boolean mask (use np.flatnonzero(mask))")
@@ -24,3 +43,26 @@ def zero_rows(states: Sequence[torch.Tensor], rows) -> torch.Tensor:
     for state in states:
         state.index_fill_(0, ids.to(state.device), 0.0)
     return ids
+
+
+class RowState:
+    """(h, c) per env row, [num_rows, hidden] each: what a recurrent actor carries between the
+    decisions of a row."""
+
+    def __init__(self, num_rows: int, hidden_size: int, device: torch.device | str = "cpu"):
+        self.h = torch.zeros(num_rows, hidden_size, device=device)
+        self.c = torch.zeros(num_rows, hidden_size, device=device)
+
+    def reset_rows(self, rows) -> None:
+        zero_rows((self.h, self.c), rows)
+
+    def reset_all(self) -> None:
+        self.h.zero_()
+        self.c.zero_()
+
+    def state_dict(self) -> dict:
+        return {"h": self.h.detach().cpu().clone(), "c": self.c.detach().cpu().clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.h.copy_(state["h"])
+        self.c.copy_(state["c"])

@@ -9,6 +9,7 @@ was taken from, so training can restart the recurrence exactly wherever a segmen
 an episode begins. Data never crosses an epoch, so PPO's ratio is exactly 1 before the first
 gradient step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -20,16 +21,17 @@ import torch
 @dataclass
 class Batch:
     """Packed epoch data; every tensor is [segments, horizon, ...]."""
+
     obs: torch.Tensor
     actions: torch.Tensor
     logprob: torch.Tensor
     value: torch.Tensor
     advantage: torch.Tensor
     ret: torch.Tensor
-    boundary: torch.Tensor      # 1.0 where the recurrence restarts from the stored state
+    boundary: torch.Tensor  # 1.0 where the recurrence restarts from the stored state
     state_h: torch.Tensor
     state_c: torch.Tensor
-    rows: torch.Tensor          # env row of each step (for tests and diagnostics)
+    rows: torch.Tensor  # env row of each step (for tests and diagnostics)
 
 
 class RolloutBuffer:
@@ -78,8 +80,17 @@ class RolloutBuffer:
         """Rows whose current decision was not stored: their next rewards belong to no step."""
         self.last_index[rows] = -1
 
-    def add(self, rows: np.ndarray, obs: torch.Tensor, actions: torch.Tensor, logprob: torch.Tensor,
-            value: torch.Tensor, state_h: torch.Tensor, state_c: torch.Tensor, episode_start: np.ndarray) -> None:
+    def add(
+        self,
+        rows: np.ndarray,
+        obs: torch.Tensor,
+        actions: torch.Tensor,
+        logprob: torch.Tensor,
+        value: torch.Tensor,
+        state_h: torch.Tensor,
+        state_c: torch.Tensor,
+        episode_start: np.ndarray,
+    ) -> None:
         """Stores one decision for each of `rows` (distinct env rows) taken from the given state."""
         n = len(rows)
         if self.size + n > self.capacity:
@@ -135,7 +146,14 @@ class RolloutBuffer:
             return t.index_select(0, index).reshape(*shape, *t.shape[1:])
 
         return Batch(
-            obs=take(self.obs), actions=take(self.actions), logprob=take(self.logprob), value=take(self.value),
-            advantage=torch.from_numpy(adv).reshape(shape), ret=torch.from_numpy(ret).reshape(shape),
+            obs=take(self.obs),
+            actions=take(self.actions),
+            logprob=take(self.logprob),
+            value=take(self.value),
+            advantage=torch.from_numpy(adv).reshape(shape),
+            ret=torch.from_numpy(ret).reshape(shape),
             boundary=torch.from_numpy(boundary.astype(np.float32)).reshape(shape),
-            state_h=take(self.state_h), state_c=take(self.state_c), rows=torch.from_numpy(rows).reshape(shape))
+            state_h=take(self.state_h),
+            state_c=take(self.state_c),
+            rows=torch.from_numpy(rows).reshape(shape),
+        )

@@ -1,50 +1,71 @@
 """`python -m tcgleague.train [--config PATH] [--section.key value ...]`: PPO on Emberfront,
 self-play by default, league training with --league-enable (see [league])."""
+
 from __future__ import annotations
 
 import argparse
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
+from .build import build_trainer, policy_config
 from .checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint, save_checkpoint
-from .config import ConfigError, load_config
+from .config import Config, ConfigError, load_config
 from .engine.cards import load_card_pool
 from .logger import Dashboard, RunLogger
-from .policy.tcg_policy import PolicyConfig
 from .resume import ResumeOptions, apply_resume
 from .trainer import Trainer
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     parser = argparse.ArgumentParser(
-        prog="python train.py", description=__doc__,
-        epilog="Any config key can be overridden: --train.learning-rate 1e-3, --env.num-games 512, ...")
+        prog="python train.py",
+        description=__doc__,
+        epilog="Any config key can be overridden: --train.learning-rate 1e-3, --env.num-games 512, ...",
+    )
     parser.add_argument("--config", default="configs/default.ini", help="an .ini file (default: configs/default.ini)")
     parser.add_argument("--wandb", action="store_true", help="log to Weights & Biases (offline when no API key)")
     parser.add_argument("--league-enable", action="store_true", help="league training (see [league])")
     r = parser.add_argument_group("resume")
-    r.add_argument("--resume-checkpoint", metavar="PATH|latest",
-                   help="start from a checkpoint; 'latest' = the newest one of this run_name under [base] "
-                        "experiments_dir. The resumed run writes into a new run directory")
-    r.add_argument("--resume-load-optimizer", action="store_true",
-                   help="also restore optimizer, LR scheduler, global_step and the full run state (RNGs, games, "
-                        "LSTM state): an exact continuation. Without it: weights only, global_step from 0, "
-                        "anneals continue from the checkpoint's step (anneal offset)")
-    r.add_argument("--resume-strict", action="store_true",
-                   help="refuse a checkpoint whose behaviour-defining sources changed (default: warn)")
-    r.add_argument("--resume-auto-reset-critic", action=argparse.BooleanOptionalAction, default=True,
-                   help="when loading weights without the optimizer and the reward definition changed "
-                        "([env] reward_shaping, [train] gamma), re-initialise the value head (default: on)")
+    r.add_argument(
+        "--resume-checkpoint",
+        metavar="PATH|latest",
+        help="start from a checkpoint; 'latest' = the newest one of this run_name under [base] "
+        "experiments_dir. The resumed run writes into a new run directory",
+    )
+    r.add_argument(
+        "--resume-load-optimizer",
+        action="store_true",
+        help="also restore optimizer, LR scheduler, global_step and the full run state (RNGs, games, "
+        "LSTM state): an exact continuation. Without it: weights only, global_step from 0, "
+        "anneals continue from the checkpoint's step (anneal offset)",
+    )
+    r.add_argument(
+        "--resume-strict",
+        action="store_true",
+        help="refuse a checkpoint whose behaviour-defining sources changed (default: warn)",
+    )
+    r.add_argument(
+        "--resume-auto-reset-critic",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="when loading weights without the optimizer and the reward definition changed "
+        "([env] reward_shaping, [train] gamma), re-initialise the value head (default: on)",
+    )
     return parser.parse_known_args(argv)
 
 
-def run_policy_config(cfg) -> PolicyConfig:
-    """The architecture a run with this config builds (Trainer builds the same)."""
-    p = cfg.policy
-    return PolicyConfig(n_cards=load_card_pool().n_cards, card_embed_dim=p.card_embed_dim,
-                        entity_dim=p.entity_dim, hidden_size=p.hidden_size)
+def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path]:
+    """The trainer's checkpoint_fn: its state_dict() as model_<run_name>_<epoch>.pt, with retention."""
+
+    def write(trainer: Trainer) -> Path:
+        return save_checkpoint(
+            run_dir, cfg.base.run_name, trainer.state_dict(), cfg.to_dict(), cfg.train.max_checkpoints
+        )
+
+    return write
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,11 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     loaded = options = None
     if args.resume_checkpoint:
-        options = ResumeOptions(args.resume_checkpoint, args.resume_load_optimizer, args.resume_strict,
-                                args.resume_auto_reset_critic)
+        options = ResumeOptions(
+            args.resume_checkpoint, args.resume_load_optimizer, args.resume_strict, args.resume_auto_reset_critic
+        )
         try:
             path = resolve_checkpoint(args.resume_checkpoint, Path(cfg.base.experiments_dir), cfg.base.run_name)
-            loaded = load_checkpoint(path, policy_config=run_policy_config(cfg), strict=args.resume_strict)
+            loaded = load_checkpoint(
+                path, policy_config=policy_config(cfg, load_card_pool().n_cards), strict=args.resume_strict
+            )
         except CheckpointError as err:
             print(f"resume refused: {err}", file=sys.stderr)
             return 2
@@ -76,11 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     logger = RunLogger(run_dir, cfg.to_dict(), cfg.wandb, run_id)
     dashboard = Dashboard(cfg.base.run_name, cfg.train.total_timesteps, enabled=cfg.train.dashboard)
     try:
-        trainer = Trainer(cfg, run_dir, logger, dashboard)
+        trainer = build_trainer(cfg, run_dir, logger, dashboard)
         print(f"run directory: {run_dir}")
         if loaded is not None:
             apply_resume(trainer, loaded, options)
-        trainer.train(checkpoint_fn=lambda tr: save_checkpoint(tr, cfg.train.max_checkpoints))
+        trainer.train(checkpoint_fn=checkpoint_writer(run_dir, cfg))
     finally:
         dashboard.close()
         logger.close()

@@ -1,44 +1,45 @@
-"""Our PPO trainer for a turn-based two-seat game.
+"""Our PPO trainer for a turn-based two-seat game, in two verbs: `collect` and `update`.
 
 Each epoch collects exactly `batch_size` learner decisions (self-play: both seats are the
-learner; league: one seat per game may be a frozen member or a bot), packs them per row (rollout.py), runs the clipped-PPO update (ppo.py),
-applies the global-step anneals, evaluates against the bots now and then, logs, and writes
-checkpoints. Only a row's own decisions are trained; LSTM state lives per row and is zeroed
-by row index when its game ends.
+learner; league: one seat per game may be a frozen member or a bot - the opponent side decides),
+packs them per row (rollout.py), runs the clipped-PPO update (ppo.py), applies the global-step
+anneals, evaluates against the bots now and then (match.py), logs, and hands checkpoints to the
+caller. Only a row's own decisions are trained; the learner's LSTM state lives per row (in its
+PolicyActor) and is zeroed by row index when its game ends.
+
+The trainer is handed its collaborators (env, policy, sampler, opponent side, logger,
+dashboard); `build.build_trainer(cfg, run_dir)` is the one place that makes them from a config.
 """
+
 from __future__ import annotations
 
 import math
-import random
 import time
-from pathlib import Path
+from collections.abc import Callable
 
 import numpy as np
 import torch
 
+from .actors import PolicyActor
 from .anneal import anneal_values, anneals_from_config
-from .engine import LAYOUT
-from .evaluate import evaluate_vs_bot
-from .league import League
-from .league_manager import LeagueManager
-from .policy.tcg_policy import PolicyConfig, TCGPolicy
+from .bots import BOTS
+from .config import Config
+from .layout import OBS_SIZE, PASS
+from .logger import Dashboard, RunLogger
+from .match import bot_side, play_match, policy_side
+from .opponent_side import OpponentSide
+from .policy.tcg_policy import TCGPolicy, strip_compile_prefix, unwrap
 from .policy.tcg_sampler import TCGSampler
-from .ppo import COUNT, LEGAL, PPOUpdater, UpdateSettings
-from .recurrent import zero_rows
+from .ppo import PPOUpdater, UpdateSettings
+from .rng import global_state, set_global_state
 from .rollout import RolloutBuffer
 from .vecenv import VecEnv
 
-
-PASS = LAYOUT["action_types"]["pass"]
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+EVAL_SEED_OFFSET = 1000  # periodic evaluation deals: seed + 1000 + epoch, away from the env's seeds
 
 
-def lr_lambda(schedule: str, total_epochs: int):
+def lr_lambda(schedule: str, total_epochs: int) -> Callable[[int], float]:
+    """LR multiplier per epoch: linear decay to 0, cosine to 0, or constant."""
     if schedule == "constant":
         return lambda epoch: 1.0
     if schedule == "cosine":
@@ -58,123 +59,109 @@ def summarize_episodes(infos: list[dict]) -> dict:
         "environment/episode_turns": float(np.mean([e["turns"] for e in infos])),
         "environment/noop_rate": float(np.mean([e["noop_rate"] for e in infos])),
         "environment/truncation_rate": float(np.mean([e["truncated"] for e in infos])),
-        "environment/first_player_winrate": float(np.mean(winners[decided] == first[decided])) if decided.any() else 0.5,
+        "environment/first_player_winrate": float(np.mean(winners[decided] == first[decided]))
+        if decided.any()
+        else 0.5,
     }
 
 
 class Trainer:
-    def __init__(self, cfg, run_dir: Path, logger=None, dashboard=None):
-        self.cfg, self.run_dir, self.logger, self.dashboard = cfg, Path(run_dir), logger, dashboard
+    """Trains `policy` on `env` against `opponents`; every epoch is `collect()` then `update()`."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        env: VecEnv,
+        policy: TCGPolicy,
+        sampler: TCGSampler,
+        opponents: OpponentSide,
+        logger: RunLogger | None = None,
+        dashboard: Dashboard | None = None,
+    ):
+        self.cfg, self.env, self.policy, self.sampler, self.opponents = cfg, env, policy, sampler, opponents
+        self.logger, self.dashboard = logger, dashboard
         t = cfg.train
-        seed_everything(cfg.base.seed)
-        if cfg.base.torch_threads > 0:
-            torch.set_num_threads(cfg.base.torch_threads)
-        self.device = torch.device(cfg.base.device)
-        env_kwargs = dict(num_games=cfg.env.num_games, seed=cfg.base.seed, turn_cap=cfg.env.turn_cap,
-                          reward_shaping=cfg.env.reward_shaping, deck_pool=cfg.env.deck_pool or None)
-        self.env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs)
+        self.device = next(policy.parameters()).device
         self.total_epochs = math.ceil(t.total_timesteps / t.batch_size)
         if self.total_epochs * t.batch_size != t.total_timesteps:
-            print(f"[train] total_timesteps {t.total_timesteps} rounded up to {self.total_epochs * t.batch_size} "
-                  f"({self.total_epochs} epochs of batch_size {t.batch_size})")
+            print(
+                f"[train] total_timesteps {t.total_timesteps} rounded up to {self.total_epochs * t.batch_size} "
+                f"({self.total_epochs} epochs of batch_size {t.batch_size})"
+            )
         self.total_steps = self.total_epochs * t.batch_size
-        p = cfg.policy
-        self.policy_config = PolicyConfig(n_cards=self.env.card_pool.n_cards, card_embed_dim=p.card_embed_dim,
-                                          entity_dim=p.entity_dim, hidden_size=p.hidden_size)
-        self.policy = TCGPolicy(self.policy_config).to(self.device)
-        self.sampler = TCGSampler()
-        self.sampler.set_sampling_params(primary_temperature=p.primary_temperature)
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=t.learning_rate, eps=t.adam_eps)
+        self.optimizer = torch.optim.Adam(policy.parameters(), lr=t.learning_rate, eps=t.adam_eps)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(t.lr_schedule, self.total_epochs))
         self.anneals = anneals_from_config(cfg)
-        self.anneal_offset = 0
+        self.anneal_offset = 0  # anneal step offset of a weights-only resume
         self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
-        hidden = p.hidden_size
-        self.buffer = RolloutBuffer(t.batch_size, t.bptt_horizon, LAYOUT["obs_size"], hidden, self.env.num_agents)
-        settings = UpdateSettings(t.minibatch_size // t.bptt_horizon, t.update_epochs, t.max_grad_norm, t.norm_adv,
-                                  t.compile, t.compile_mode)
-        self.updater = PPOUpdater(self.policy, self.sampler, self.optimizer, settings, t.bptt_horizon,
-                                  LAYOUT["obs_size"], hidden, self.device)
-        self.generator = torch.Generator().manual_seed(cfg.base.seed)
-        self.state_h = torch.zeros(self.env.num_agents, hidden)
-        self.state_c = torch.zeros(self.env.num_agents, hidden)
-        self.episode_start = np.ones(self.env.num_agents, dtype=bool)
-        self.actions = np.zeros((self.env.num_agents, 4), dtype=np.int32)
+        hidden = policy.hidden_size
+        self.buffer = RolloutBuffer(t.batch_size, t.bptt_horizon, OBS_SIZE, hidden, env.num_agents)
+        settings = UpdateSettings(
+            t.minibatch_size // t.bptt_horizon, t.update_epochs, t.max_grad_norm, t.norm_adv, t.compile, t.compile_mode
+        )
+        self.updater = PPOUpdater(
+            policy, sampler, self.optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, self.device
+        )
+        self.generator = torch.Generator().manual_seed(cfg.base.seed)  # rollout sampling and minibatch order
+        self.learner = PolicyActor(policy, sampler, env.num_agents, self.generator, name="learner")
+        self.episode_start = np.ones(env.num_agents, dtype=bool)
+        self.actions = np.zeros((env.num_agents, 4), dtype=np.int32)
         self.global_step = 0
         self.epoch = 0
-        self.obs = None
+        self.obs: np.ndarray | None = None  # None until the first rollout resets the env
         self.last_metrics: dict = {}
-        self.league = self._make_league(env_kwargs) if cfg.league.enable else None
-        self.resumed_from = None   # checkpoint path once resumed (resume.apply_resume)
-        self.resume_probe = None   # stored health values: the next rollout runs the health probe
+        self.resumed_from: str | None = None  # checkpoint path once resumed
+        self.epoch_hooks: list[Callable[[dict], dict]] = []  # extra metrics per epoch (resume's health probe)
 
-    def _make_league(self, env_kwargs: dict) -> League:
-        """The opponent pool and its manager; its state lives in <run_dir>/league/."""
-        manager = LeagueManager(self.cfg.league, self.run_dir / "league", seed=self.cfg.base.seed,
-                                env_kwargs={k: env_kwargs[k] for k in ("turn_cap", "deck_pool", "reward_shaping")})
-        return League(self.cfg.league, self.env.num_games, manager=manager, env=self.env,
-                      seed=self.cfg.base.seed, device=self.device)
-
-    # ---- anneals --------------------------------------------------------------------------
     def apply_anneals(self) -> dict:
         values = anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset)
-        self.sampler.set_sampling_params(subaction_temperature=values["sampler/subaction_temperature"],
-                                         smoothing_eps=values["sampler/smoothing_eps"])
+        self.sampler.set_sampling_params(
+            subaction_temperature=values["sampler/subaction_temperature"], smoothing_eps=values["sampler/smoothing_eps"]
+        )
         self.ent_coef = values["anneal/ent_coef"]
         return values
 
-    # ---- rollout ---------------------------------------------------------------------------
-    def _learner_rows(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(learner rows, opponent rows) among the deciding rows; self-play: all are learner's."""
-        if self.league is None:
-            return rows, rows[:0]
-        return self.league.split(rows)
-
+    # ---- verb 1: collect -----------------------------------------------------------------------
     @torch.no_grad()
-    def collect(self) -> dict:
+    def collect(self, params: torch.Tensor) -> dict:
         """Steps the env until the buffer holds exactly batch_size learner decisions. Opponent
-        rows (league) are acted for but never stored; on the last step, learner decisions that
-        no longer fit are dropped (their later rewards too) rather than stored partially."""
+        rows are acted for but never stored; on the last step, learner decisions that no longer
+        fit are dropped (their later rewards too) rather than stored partially."""
         if self.obs is None:
             self.obs = self.env.reset(self.cfg.base.seed)
-            if self.league is not None:
-                self.league.reset(self.global_step)
+            self.opponents.start(self.global_step)
         self.buffer.start_epoch()
-        params = self.sampler.params_tensor()
         infos, entropy_sum, noops, decisions = [], torch.zeros(()), torch.zeros(()), 0
         while not self.buffer.full:
-            rows, opponent_rows = self._learner_rows(np.flatnonzero(self.env.masks))
-            idx = torch.from_numpy(rows)
+            rows, opponent_rows = self.opponents.split(np.flatnonzero(self.env.masks))
             obs = torch.from_numpy(self.obs[rows])
-            start = self.episode_start[rows]
-            keep = torch.from_numpy(~start).float()[:, None]
-            h, c = self.state_h[idx] * keep, self.state_c[idx] * keep
-            x, ent = self.policy.encode(obs)
-            out, (h2, c2) = self.policy.step(x, (h, c))
-            legal = obs[:, LEGAL].reshape(len(rows), -1, 4).long()
-            actions, logprob, entropy = self.sampler.sample(self.policy, out, ent, legal, obs[:, COUNT].long(),
-                                                            params=params, generator=self.generator)
-            value = self.policy.value(out)
+            d = self.learner.decide(obs, rows, params)
             k = min(len(rows), self.buffer.capacity - self.buffer.size)
-            self.buffer.add(rows[:k], obs[:k], actions[:k], logprob[:k], value[:k], h[:k], c[:k], start[:k])
+            self.buffer.add(
+                rows[:k],
+                obs[:k],
+                d.actions[:k],
+                d.logprob[:k],
+                d.value[:k],
+                d.state_h[:k],
+                d.state_c[:k],
+                self.episode_start[rows[:k]],
+            )
             self.buffer.forget(rows[k:])
-            self.state_h[idx], self.state_c[idx] = h2, c2
             self.episode_start[rows] = False
-            entropy_sum += entropy[:k].sum()
+            entropy_sum += d.entropy[:k].sum()
+            noops += (d.actions[:k, 0] == PASS).sum()
             decisions += k
-            noops += (actions[:k, 0] == PASS).sum()
-            self.actions[rows] = actions.numpy()
-            if self.league is not None:
-                self.league.act_opponents(self.obs, opponent_rows, self.actions)
+            self.actions[rows] = d.actions.numpy()
+            self.actions[opponent_rows] = self.opponents.act(self.obs, opponent_rows)
             self.obs, rewards, terminals, truncations, step_infos = self.env.step(self.actions)
             done = terminals | truncations
             events = np.flatnonzero((rewards != 0) | done)
-            if self.league is not None:  # credit learner rows only, as they were during this step
-                learner = self.league.after_step(rewards, terminals, truncations, self.global_step + decisions)
-                events = events[learner[events]]
+            learner = self.opponents.after_step(rewards, terminals, truncations, self.global_step + decisions)
+            events = events[learner[events]]  # credit learner rows only, as they were during this step
             self.buffer.credit(events, rewards[events], terminals[events], truncations[events])
             done_rows = np.flatnonzero(done)
-            zero_rows((self.state_h, self.state_c), done_rows)
+            self.learner.reset_rows(done_rows)
             self.episode_start[done_rows] = True
             infos.extend(step_infos)
         self.global_step += decisions
@@ -183,49 +170,64 @@ class Trainer:
         stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that PASS
         return stats
 
-    # ---- one epoch ---------------------------------------------------------------------------
-    def train_epoch(self) -> dict:
+    # ---- verb 2: update ------------------------------------------------------------------------
+    def update(self, params: torch.Tensor) -> dict:
+        """GAE over the collected epoch, then the clipped-PPO minibatch updates and one LR step."""
         t = self.cfg.train
-        start = time.perf_counter()
-        metrics = dict(self.apply_anneals())
-        params = self.sampler.params_tensor()
-        metrics.update(self.collect())
-        if self.resume_probe is not None:  # the first rollout after a resume: health probe
-            from .resume import probe_metrics
-            metrics.update(probe_metrics(self.resume_probe, metrics))
-            self.resume_probe = None
-        rollout_s = time.perf_counter() - start
         batch = self.buffer.pack(t.gamma, t.gae_lambda)
         coefs = torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef])
-        update_start = time.perf_counter()
-        metrics.update(self.updater.update(batch, params, coefs, self.generator))
+        metrics = self.updater.update(batch, params, coefs, self.generator)
         self.scheduler.step()
+        return metrics
+
+    def train_epoch(self) -> dict:
+        """Anneals, collect, update, the opponent side's epoch end; returns the epoch's metrics."""
+        start = time.perf_counter()
+        metrics = dict(self.apply_anneals())
+        params = self.sampler.params_tensor()  # the sampling parameters this epoch's rollout uses
+        metrics.update(self.collect(params))
+        rollout_s = time.perf_counter() - start
+        update_start = time.perf_counter()
+        metrics.update(self.update(params))
+        update_s = time.perf_counter() - update_start
         self.epoch += 1
-        if self.league is not None:
-            self.league.end_epoch(self.epoch, self.global_step, self.policy, self.policy_config.to_dict(),
-                                  self.sampler.get_sampling_params())
-            metrics.update(self.league.metrics())
+        self.opponents.end_epoch(self.epoch, self.global_step, self.policy, self.sampler)
+        metrics.update(self.opponents.metrics())
+        for hook in list(self.epoch_hooks):
+            metrics.update(hook(metrics))
         elapsed = time.perf_counter() - start
-        metrics.update({
-            "train/epoch": float(self.epoch), "train/learning_rate": self.optimizer.param_groups[0]["lr"],
-            "perf/sps": t.batch_size / elapsed, "perf/epoch_seconds": elapsed, "perf/rollout_seconds": rollout_s,
-            "perf/update_seconds": time.perf_counter() - update_start,
-        })
+        metrics.update(
+            {
+                "train/epoch": float(self.epoch),
+                "train/learning_rate": self.optimizer.param_groups[0]["lr"],
+                "perf/sps": self.cfg.train.batch_size / elapsed,
+                "perf/epoch_seconds": elapsed,
+                "perf/rollout_seconds": rollout_s,
+                "perf/update_seconds": update_s,
+            }
+        )
         self.last_metrics = metrics
         return metrics
 
     def evaluate(self) -> dict:
-        cfg = self.cfg
-        out = {}
-        for bot in ("random", "greedy"):
-            result = evaluate_vs_bot(self.policy, self.sampler, bot, cfg.train.eval_games,
-                                     cfg.base.seed + 1000 + self.epoch, cfg.policy.hidden_size)
-            out[f"eval/winrate_vs_{bot}"] = result.winrate
-            out[f"eval/games_vs_{bot}"] = float(result.games)
+        """eval/winrate_vs_<bot>: a duplicate match (match.play_match) vs each bot."""
+        cfg, out = self.cfg, {}
+        seed = cfg.base.seed + EVAL_SEED_OFFSET + self.epoch
+        for bot in BOTS:
+            report = play_match(
+                policy_side(self.policy, self.sampler, seed),
+                bot_side(bot, seed + 1),
+                cfg.train.eval_games,
+                seed,
+                parallel=128,
+                turn_cap=cfg.env.turn_cap,
+            )
+            out[f"eval/winrate_vs_{bot}"] = report.winrate
+            out[f"eval/games_vs_{bot}"] = float(report.games)
         return out
 
-    # ---- the loop ------------------------------------------------------------------------------
-    def train(self, checkpoint_fn=None, max_seconds: float | None = None) -> dict:
+    # ---- the loop --------------------------------------------------------------------------------
+    def train(self, checkpoint_fn: Callable[[Trainer], object] | None = None, max_seconds: float | None = None) -> dict:
         """Trains to total_epochs (or, with `max_seconds`, stops after the epoch that crosses that
         wall time). Checkpoints every checkpoint_interval and always at the end."""
         t = self.cfg.train
@@ -243,7 +245,7 @@ class Trainer:
                 self.logger.log(metrics, self.global_step)
             if self.dashboard:
                 self.dashboard.update(metrics, self.global_step)
-            if checkpoint_fn and (last or self._checkpoint_due()):
+            if checkpoint_fn and (last or self.checkpoint_due()):
                 checkpoint_fn(self)
                 saved_epoch = self.epoch
             if out_of_time:
@@ -252,8 +254,88 @@ class Trainer:
             checkpoint_fn(self)
         return self.last_metrics
 
-    def _checkpoint_due(self) -> bool:
+    def checkpoint_due(self) -> bool:
+        """After this epoch, by [train] checkpoint_interval (+ _unit epochs or steps)."""
         t = self.cfg.train
         if t.checkpoint_interval_unit == "steps":
-            return self.global_step // t.checkpoint_interval != (self.global_step - t.batch_size) // t.checkpoint_interval
+            return (
+                self.global_step // t.checkpoint_interval != (self.global_step - t.batch_size) // t.checkpoint_interval
+            )
         return self.epoch % t.checkpoint_interval == 0
+
+    # ---- run state -------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Everything a checkpoint holds about this run (checkpoint.py adds format and fingerprint)."""
+        env_state = self.env.state_dict() if self.obs is not None else None
+        metrics = {k: float(v) for k, v in self.last_metrics.items() if isinstance(v, (int, float))}
+        return {
+            "policy": strip_compile_prefix(unwrap(self.policy).state_dict()),
+            "policy_config": unwrap(self.policy).config.to_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "global_step": int(self.global_step),
+            "epoch": int(self.epoch),
+            "anneal_offset": int(self.anneal_offset),
+            "anneal": anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset),
+            "sampling_params": self.sampler.get_sampling_params(),
+            "rng": {**global_state(), "generator": self.generator.get_state()},
+            "run_state": {
+                "num_agents": int(self.env.num_agents),
+                "env": env_state,  # None before the first rollout, or with the multiprocessing backend
+                "state_h": self.learner.state.h.detach().cpu().clone(),
+                "state_c": self.learner.state.c.detach().cpu().clone(),
+                "episode_start": torch.from_numpy(self.episode_start.copy()),
+                "actions": torch.from_numpy(self.actions.copy()),
+            },
+            "metrics": metrics,
+            "health": {
+                "entropy": metrics.get("sampler/rollout_entropy"),
+                "noop_rate": metrics.get("sampler/rollout_noop_rate"),
+            },
+            "league": self.opponents.state_dict(),
+            "normalizer": None,  # no observation/reward normaliser exists (fixed feature scales)
+            "config": self.cfg.to_dict(),
+            "resumed_from": str(self.resumed_from) if self.resumed_from else None,
+        }
+
+    def load_state_dict(self, state: dict, log=print) -> bool:
+        """Restores `state_dict()` in full: weights, optimizer, LR scheduler, counters, RNG
+        streams, and - when they fit this env - the running games with their LSTM state.
+        Returns whether the continuation is exact (the running games were restored)."""
+        unwrap(self.policy).load_state_dict(state["policy"], strict=True)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.global_step, self.epoch = int(state["global_step"]), int(state["epoch"])
+        self.anneal_offset = int(state.get("anneal_offset") or 0)
+        exact = self._load_run_state(state["run_state"], log) if "run_state" in state else False
+        if "rng" in state:
+            set_global_state(state["rng"])
+            self.generator.set_state(state["rng"]["generator"])
+        self.opponents.load_state_dict(state.get("league"), exact, log)
+        return exact
+
+    def _load_run_state(self, run: dict, log) -> bool:
+        """Engine, env buffers, LSTM state and episode flags; False (with a warning) if they do not fit."""
+        fresh = "games restart from fresh deals (the continuation is not exact)"
+        if run["num_agents"] != self.env.num_agents:
+            log(
+                f"[resume] WARNING: the checkpoint ran {run['num_agents']} rows, this run {self.env.num_agents}: "
+                f"{fresh}"
+            )
+            return False
+        if run["env"] is None:
+            log(
+                "[resume] WARNING: the checkpoint holds no engine state (saved before the first rollout or from the "
+                f"multiprocessing backend): {fresh}"
+            )
+            return False
+        try:
+            self.obs = self.env.load_state_dict(run["env"], self.cfg.base.seed)
+        except ValueError as err:
+            self.obs = None
+            log(f"[resume] WARNING: engine state not restored ({err}): {fresh}")
+            return False
+        self.learner.state.load_state_dict({"h": run["state_h"], "c": run["state_c"]})
+        self.episode_start[:] = run["episode_start"].numpy()
+        self.actions[:] = run["actions"].numpy()
+        return True

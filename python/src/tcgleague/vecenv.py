@@ -1,9 +1,11 @@
 """One stepping interface over the three ways to run TCGEnv: natively in-process (one C call
 for every game), or through pufferlib.vector's Serial / Multiprocessing backends."""
+
 from __future__ import annotations
 
 import numpy as np
 import pufferlib.vector
+import torch
 
 from .env import TCGEnv
 
@@ -16,8 +18,10 @@ class VecEnv:
         self.backend = backend
         if backend == "native":
             if num_envs != 1:
-                raise ValueError(f"[vec] num_envs must be 1 for the native backend (got {num_envs}); "
-                                 "use backend = serial or multiprocessing for several env objects")
+                raise ValueError(
+                    f"[vec] num_envs must be 1 for the native backend (got {num_envs}); "
+                    "use backend = serial or multiprocessing for several env objects"
+                )
             self._env = TCGEnv(**env_kwargs)
             self._vec = None
         else:
@@ -25,8 +29,9 @@ class VecEnv:
             extra = {"num_workers": num_workers} if backend == "multiprocessing" else {}
             env_kwargs = dict(env_kwargs)
             seed = env_kwargs.pop("seed", 0)  # pufferlib passes each env its own seed (seed + i)
-            self._vec = pufferlib.vector.make(TCGEnv, backend=kinds[backend], num_envs=num_envs,
-                                              env_kwargs=env_kwargs, seed=seed, **extra)
+            self._vec = pufferlib.vector.make(
+                TCGEnv, backend=kinds[backend], num_envs=num_envs, env_kwargs=env_kwargs, seed=seed, **extra
+            )
             self._env = None
         self.num_agents = (self._env or self._vec).num_agents
         self.num_games = self.num_agents // 2
@@ -58,18 +63,21 @@ class VecEnv:
             return [env.engine for env in self._vec.envs]
         return None  # multiprocessing: the engines live in worker processes
 
-    def get_state(self) -> dict | None:
-        """Every game's engine state and copies of the step buffers, or None where the engines
-        are out of reach (the multiprocessing backend)."""
+    def state_dict(self) -> dict | None:
+        """Every game's engine state and copies of the step buffers (as tensors, so a checkpoint
+        holds no pickled numpy), or None where the engines are out of reach (multiprocessing)."""
         engines = self._engines()
         if engines is None:
             return None
         owner = self._env if self._env is not None else self._vec
-        return {"backend": self.backend, "engines": [e.get_state() for e in engines],
-                "buffers": {k: np.array(getattr(owner, k), copy=True) for k in self.BUFFER_NAMES}}
+        return {
+            "backend": self.backend,
+            "engines": [e.get_state() for e in engines],
+            "buffers": {k: torch.from_numpy(np.array(getattr(owner, k), copy=True)) for k in self.BUFFER_NAMES},
+        }
 
-    def set_state(self, state: dict, seed: int) -> np.ndarray:
-        """Restores `get_state()`'s output (resetting first so the backend is ready to step);
+    def load_state_dict(self, state: dict, seed: int) -> np.ndarray:
+        """Restores `state_dict()`'s output (resetting first so the backend is ready to step);
         returns the observation buffer. Raises ValueError when it does not fit this env."""
         engines = self._engines()
         if engines is None:
@@ -87,6 +95,12 @@ class VecEnv:
             np.copyto(dst, src.astype(dst.dtype, copy=False))
         self.masks = owner.masks
         return obs
+
+    @property
+    def engine_env(self) -> TCGEnv | None:
+        """The in-process TCGEnv (native backend), where a bot that searches inside the C engine
+        (greedy) can play; None for the pufferlib.vector backends."""
+        return self._env
 
     @property
     def card_pool(self):

@@ -1,4 +1,5 @@
 """Entry point: python -m tcgleague.bench {engine,train,compile,learn,league} [options]."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,7 +8,7 @@ import sys
 from pathlib import Path
 
 from . import compile as compile_bench
-from . import engine, learn, league, train
+from . import engine, league, learn, train
 
 BENCHES = {"engine": engine, "train": train, "compile": compile_bench, "learn": learn, "league": league}
 

@@ -1,4 +1,5 @@
 """Helpers shared by the benchmarks: a table printer and a trainer built from a config."""
+
 from __future__ import annotations
 
 import tempfile
@@ -6,6 +7,7 @@ import tempfile
 from rich.console import Console
 from rich.table import Table
 
+from ..build import build_trainer as build
 from ..config import load_config
 from ..trainer import Trainer
 
@@ -21,6 +23,8 @@ def print_table(title: str, rows: list[tuple[str, str, str]]) -> None:
 
 def build_trainer(config: str, overrides: list[str] | None = None) -> Trainer:
     """A trainer with evaluation, dashboard and W&B off, writing into a temp directory."""
-    cfg = load_config(config, ["--train.eval-interval", "0", "--train.dashboard", "false",
-                               "--wandb.enable", "false", *(overrides or [])])
-    return Trainer(cfg, tempfile.mkdtemp(prefix="tcgleague-bench-"))
+    cfg = load_config(
+        config,
+        ["--train.eval-interval", "0", "--train.dashboard", "false", "--wandb.enable", "false", *(overrides or [])],
+    )
+    return build(cfg, tempfile.mkdtemp(prefix="tcgleague-bench-"))

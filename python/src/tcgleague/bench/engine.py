@@ -1,4 +1,6 @@
-"""engine: decisions per second (one core, random-legal) and the game-health figures of SPEC §4."""
+"""engine: decisions per second (one core, random-legal) and the game-health figures (natural ends,
+game length, first-player advantage, deck balance)."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,9 +11,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ..bots import greedy_actions, random_actions
+from ..bots import GREEDY, RANDOM, random_actions
 from ..env import TCGEnv
+from ..match import bot_side, play_match
 from ..perf import tune_process
+from ..scoring import winrate
 from .common import print_table
 
 
@@ -25,7 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def measure_speed(games: int, seconds: float, seed: int) -> float:
     """Random-legal decisions per second through the vectorized step, observation writes
-    included; the batched bot acts for the deciding row of every game (masks)."""
+    included; the batched bot acts for the deciding row of every game (masks). This is a timing
+    loop over raw env steps (games restart themselves, nothing is scored), not a match: matches
+    are match.play_match's."""
     env = TCGEnv(num_games=games, seed=seed)
     obs, _ = env.reset()
     rng = np.random.default_rng(seed)
@@ -47,44 +53,32 @@ def measure_speed(games: int, seconds: float, seed: int) -> float:
     return steps * games / (time.perf_counter() - start)
 
 
-def play_until(env: TCGEnv, n_episodes: int, choose) -> list[dict]:
-    """Steps until n_episodes games ended; `choose(obs)` returns the actions."""
-    obs, _ = env.reset()
-    episodes: list[dict] = []
-    while len(episodes) < n_episodes:
-        _, _, _, _, infos = env.step(choose(obs))
-        episodes.extend(infos)
-    return episodes[:n_episodes]
-
-
 def random_health(n_games: int, seed: int) -> dict:
-    env = TCGEnv(num_games=256, seed=seed)
-    rng = np.random.default_rng(seed)
-    eps = play_until(env, n_games, lambda obs: random_actions(obs, rng))
-    winner = np.array([e["winner"] for e in eps])
-    first = np.array([e["first_player"] for e in eps])
-    decided = winner != 2
+    """Random-legal play (random vs random through the game runner): natural ends, game length
+    and the first player's advantage."""
+    report = play_match(bot_side(RANDOM, seed), bot_side(RANDOM, seed + 1), n_games, seed)
+    games = report.records
+    decided = [g for g in games if g.result != 0]
+    first_won = [(g.result > 0) == g.went_first for g in decided]
     return {
-        "natural_end_rate": float(np.mean([not e["truncated"] for e in eps])),
-        "median_decisions": float(np.median([e["decisions"] for e in eps])),
-        "first_player_winrate": float(np.mean(winner[decided] == first[decided])),
-        "random_games": len(eps),
+        "natural_end_rate": float(np.mean([not g.truncated for g in games])),
+        "median_decisions": float(np.median([g.decisions for g in games])),
+        "first_player_winrate": float(np.mean(first_won)),
+        "random_games": len(games),
     }
 
 
 def deck_matrix(n_games: int, seed: int) -> tuple[list[str], np.ndarray]:
-    """Greedy-vs-greedy win rate of deck i against deck j (draws count half), both seat orders."""
-    probe = TCGEnv(num_games=1)
-    names = probe.pool.deck_names
+    """Greedy-vs-greedy win rate of deck i against deck j (scoring.winrate), each deal played
+    with both seat orders (the runner's duplicate format)."""
+    names = TCGEnv(num_games=1).pool.deck_names
     rates = np.full((len(names), len(names)), np.nan)
     for i, j in itertools.combinations(range(len(names)), 2):
-        pool = {"seat0": [names[i], names[j]], "seat1": [names[i], names[j]]}
-        env = TCGEnv(num_games=128, seed=seed + 31 * i + j, deck_pool=pool)
-        eps = [e for e in play_until(env, 3 * n_games, lambda obs: greedy_actions(env))
-               if e["deck0"] != e["deck1"]][:n_games]
-        score = [1.0 if (e["winner"] == 0) == (e["deck0"] == i) else 0.0 for e in eps if e["winner"] != 2]
-        score += [0.5 for e in eps if e["winner"] == 2]
-        rates[i, j] = float(np.mean(score))
+        report = play_match(bot_side(GREEDY), bot_side(GREEDY), n_games, seed + 31 * i + j, parallel=128, decks=(i, j))
+        # deck i won when the side holding it won: the learner with deck i, or the opponent otherwise
+        i_won = sum((g.result > 0) == (g.deck == names[i]) for g in report.records if g.result != 0)
+        draws = sum(g.result == 0 for g in report.records)
+        rates[i, j] = winrate(i_won, report.games - draws - i_won, draws)
         rates[j, i] = 1.0 - rates[i, j]
     return names, rates
 
@@ -94,18 +88,27 @@ def run(args: argparse.Namespace) -> dict:
     health = random_health(args.health_games, args.seed)
     names, rates = deck_matrix(args.matrix_games, args.seed)
     off_diag = rates[~np.eye(len(names), dtype=bool)]
-    figures = {"decisions_per_sec": dps, "games_per_call": args.games, **health,
-               "deck_matrix": {a: {b: (None if a == b else float(rates[i, j])) for j, b in enumerate(names)}
-                               for i, a in enumerate(names)},
-               "deck_matrix_min": float(off_diag.min()), "deck_matrix_max": float(off_diag.max()),
-               "matrix_games_per_pair": args.matrix_games}
-    print_table("Emberfront engine", [
-        ("decisions/s (1 core, random-legal)", f"{dps:,.0f}", ">= 500,000"),
-        ("natural end rate", f"{health['natural_end_rate']:.3f}", ">= 0.95"),
-        ("median decisions / game", f"{health['median_decisions']:.0f}", "40-200"),
-        ("first-player win rate (random)", f"{health['first_player_winrate']:.3f}", "0.40-0.60"),
-        ("deck matrix min / max (greedy)", f"{off_diag.min():.2f} / {off_diag.max():.2f}", "0.30-0.70"),
-    ])
+    figures = {
+        "decisions_per_sec": dps,
+        "games_per_call": args.games,
+        **health,
+        "deck_matrix": {
+            a: {b: (None if a == b else float(rates[i, j])) for j, b in enumerate(names)} for i, a in enumerate(names)
+        },
+        "deck_matrix_min": float(off_diag.min()),
+        "deck_matrix_max": float(off_diag.max()),
+        "matrix_games_per_pair": args.matrix_games,
+    }
+    print_table(
+        "Emberfront engine",
+        [
+            ("decisions/s (1 core, random-legal)", f"{dps:,.0f}", ">= 500,000"),
+            ("natural end rate", f"{health['natural_end_rate']:.3f}", ">= 0.95"),
+            ("median decisions / game", f"{health['median_decisions']:.0f}", "40-200"),
+            ("first-player win rate (random)", f"{health['first_player_winrate']:.3f}", "0.40-0.60"),
+            ("deck matrix min / max (greedy)", f"{off_diag.min():.2f} / {off_diag.max():.2f}", "0.30-0.70"),
+        ],
+    )
     matrix = Table(title="greedy win rate, row deck vs column deck")
     matrix.add_column("")
     for n in names:

@@ -1,6 +1,7 @@
 """league: learner decisions/s with league training against a pool of frozen members (plus
 self-play and bot games) next to pure self-play, measured side by side in one process with
 alternating epochs (the machine is shared and noisy)."""
+
 from __future__ import annotations
 
 import argparse
@@ -21,14 +22,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def fill_pool(trainer, members: int) -> None:
     """Ingests `members` perturbed copies of the learner as frozen members (no matches played)."""
-    manager = trainer.league.manager
+    league = trainer.opponents
     generator = torch.Generator().manual_seed(7)
     for k in range(members):
-        state = {name: t + 0.01 * torch.randn(t.shape, generator=generator) if t.is_floating_point() else t
-                 for name, t in trainer.policy.state_dict().items()}
-        manager.ingest(f"bench{k}", state_dict=state, policy_config=trainer.policy_config.to_dict(),
-                       sampling_params=trainer.sampler.get_sampling_params())
-    trainer.league.sync_pool()
+        state = {
+            name: t + 0.01 * torch.randn(t.shape, generator=generator) if t.is_floating_point() else t
+            for name, t in trainer.policy.state_dict().items()
+        }
+        league.manager.ingest(
+            f"bench{k}", state, trainer.policy.config.to_dict(), trainer.sampler.get_sampling_params()
+        )
+    league.sync_pool()
 
 
 def timed_epoch(trainer) -> float:
@@ -38,31 +42,55 @@ def timed_epoch(trainer) -> float:
 
 
 def run(args: argparse.Namespace) -> dict:
-    league_keys = ["--league.enable", "true", "--league.activate-after-steps", "0",
-                   "--league.pool-size", str(args.members), "--league.keep-recent", "1", "--league.keep-old", "1",
-                   "--league.checkpoint-add-interval", "1000000000"]
+    league_keys = [
+        "--league.enable",
+        "true",
+        "--league.activate-after-steps",
+        "0",
+        "--league.pool-size",
+        str(args.members),
+        "--league.keep-recent",
+        "1",
+        "--league.keep-old",
+        "1",
+        "--league.checkpoint-add-interval",
+        "1000000000",
+    ]
     selfplay = build_trainer(args.config, args.overrides)
     league = build_trainer(args.config, [*league_keys, *args.overrides])
     fill_pool(league, args.members)
     for trainer in (selfplay, league):
         trainer.total_epochs = 10**9  # the bench decides how long to run
-        timed_epoch(trainer)          # warm-up
+        timed_epoch(trainer)  # warm-up
     seconds = {"selfplay": 0.0, "league": 0.0}
     for _ in range(args.epochs):
         seconds["selfplay"] += timed_epoch(selfplay)
         seconds["league"] += timed_epoch(league)
     batch = selfplay.cfg.train.batch_size
     sps = {k: batch * args.epochs / v for k, v in seconds.items()}
-    fractions = league.league.metrics()
-    figures = {"sps_selfplay": sps["selfplay"], "sps_league": sps["league"],
-               "ratio": sps["league"] / sps["selfplay"], "members": len(league.league.opponents.ids()),
-               "frozen_forwards": league.league.opponents.forwards, "epochs": args.epochs,
-               **{k: v for k, v in fractions.items() if k.endswith("_fraction")}}
-    print_table(f"league vs self-play throughput ({args.config}, {figures['members']} frozen members)", [
-        ("self-play learner decisions/s", f"{sps['selfplay']:,.0f}", ""),
-        ("league learner decisions/s", f"{sps['league']:,.0f}", ""),
-        ("sps_league / sps_selfplay", f"{figures['ratio']:.2f}", ">= 0.80"),
-        ("opponent shares (latest / frozen / bot)",
-         " / ".join(f"{fractions.get(f'league/{k}_fraction', 0.0):.2f}" for k in ("latest_opponent", "frozen", "bot")), ""),
-    ])
+    fractions = league.opponents.metrics()
+    figures = {
+        "sps_selfplay": sps["selfplay"],
+        "sps_league": sps["league"],
+        "ratio": sps["league"] / sps["selfplay"],
+        "members": len(league.opponents.pool.ids()),
+        "frozen_forwards": league.opponents.pool.forwards,
+        "epochs": args.epochs,
+        **{k: v for k, v in fractions.items() if k.endswith("_fraction")},
+    }
+    print_table(
+        f"league vs self-play throughput ({args.config}, {figures['members']} frozen members)",
+        [
+            ("self-play learner decisions/s", f"{sps['selfplay']:,.0f}", ""),
+            ("league learner decisions/s", f"{sps['league']:,.0f}", ""),
+            ("sps_league / sps_selfplay", f"{figures['ratio']:.2f}", ">= 0.80"),
+            (
+                "opponent shares (latest / frozen / bot)",
+                " / ".join(
+                    f"{fractions.get(f'league/{k}_fraction', 0.0):.2f}" for k in ("latest_opponent", "frozen", "bot")
+                ),
+                "",
+            ),
+        ],
+    )
     return figures

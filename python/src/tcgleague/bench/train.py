@@ -1,5 +1,6 @@
 """train: end-to-end learner decisions/s with a config, and the overhead ratio (epoch wall
 time / time of the same model forward+backward work without the env)."""
+
 from __future__ import annotations
 
 import argparse
@@ -7,7 +8,7 @@ import time
 
 import torch
 
-from ..ppo import COUNT, LEGAL
+from ..layout import legal_from_obs
 from .common import build_trainer, print_table
 
 ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the config
@@ -24,7 +25,7 @@ def rollout_compute_seconds(trainer, steps: int) -> float:
     rows = trainer.env.num_games
     obs = trainer.buffer.obs[:rows].clone()
     h = torch.zeros(rows, trainer.cfg.policy.hidden_size)
-    legal, count = obs[:, LEGAL].reshape(rows, -1, 4).long(), obs[:, COUNT].long()
+    legal, count = legal_from_obs(obs)
     start = time.perf_counter()
     for _ in range(steps):
         x, ent = trainer.policy.encode(obs)
@@ -46,19 +47,28 @@ def run(args: argparse.Namespace) -> dict:
         epoch_s.append(time.perf_counter() - start)
     epoch = sum(epoch_s) / len(epoch_s)
     rollout = rollout_compute_seconds(trainer, t.batch_size // trainer.env.num_games)
-    batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
-    coefs = torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, trainer.ent_coef])
     start = time.perf_counter()
-    trainer.updater.update(batch, trainer.sampler.params_tensor(), coefs, trainer.generator)
+    trainer.update(trainer.sampler.params_tensor())
     update = time.perf_counter() - start
-    figures = {"sps": t.batch_size / epoch, "epoch_seconds": epoch, "compute_seconds": rollout + update,
-               "rollout_compute_seconds": rollout, "update_compute_seconds": update,
-               "overhead_ratio": epoch / (rollout + update), "batch_size": t.batch_size,
-               "num_games": trainer.env.num_games, "torch_threads": torch.get_num_threads(), "config": args.config}
-    print_table(f"training throughput ({args.config}, CPU)", [
-        ("learner decisions/s (end to end)", f"{figures['sps']:,.0f}", ">= 5,000"),
-        ("epoch wall time", f"{epoch:.2f} s", ""),
-        ("model compute alone (rollout fwd + update)", f"{rollout:.2f} + {update:.2f} s", ""),
-        ("overhead ratio", f"{figures['overhead_ratio']:.2f}", "<= 2.0"),
-    ])
+    figures = {
+        "sps": t.batch_size / epoch,
+        "epoch_seconds": epoch,
+        "compute_seconds": rollout + update,
+        "rollout_compute_seconds": rollout,
+        "update_compute_seconds": update,
+        "overhead_ratio": epoch / (rollout + update),
+        "batch_size": t.batch_size,
+        "num_games": trainer.env.num_games,
+        "torch_threads": torch.get_num_threads(),
+        "config": args.config,
+    }
+    print_table(
+        f"training throughput ({args.config}, CPU)",
+        [
+            ("learner decisions/s (end to end)", f"{figures['sps']:,.0f}", ">= 5,000"),
+            ("epoch wall time", f"{epoch:.2f} s", ""),
+            ("model compute alone (rollout fwd + update)", f"{rollout:.2f} + {update:.2f} s", ""),
+            ("overhead ratio", f"{figures['overhead_ratio']:.2f}", "<= 2.0"),
+        ],
+    )
     return figures

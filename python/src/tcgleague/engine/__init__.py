@@ -3,7 +3,9 @@
 Python never hard-codes an offset, size or enum value: everything comes from `LAYOUT`,
 which the C binding builds from tcg.h.
 """
-from ._tcg import Engine, layout as _layout
+
+from ._tcg import Engine
+from ._tcg import layout as _layout
 
 LAYOUT: dict = _layout()
 

@@ -3,6 +3,7 @@
 Adding a card is a JSON edit; every name (type, keyword, trigger, op, target) is checked
 against the enums the C engine exports, so a typo fails here with the card named.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,13 +24,13 @@ class CardDataError(ValueError):
 
 @dataclass(frozen=True)
 class CardPool:
-    cards: dict[int, dict]            # id -> the JSON record
-    table: np.ndarray                 # int32 [max_cards, card_fields]
-    names: np.ndarray                 # uint8 [max_cards * card_name_len], NUL-padded
-    n_cards: int                      # largest id + 1 (embedding size)
+    cards: dict[int, dict]  # id -> the JSON record
+    table: np.ndarray  # int32 [max_cards, card_fields]
+    names: np.ndarray  # uint8 [max_cards * card_name_len], NUL-padded
+    n_cards: int  # largest id + 1 (embedding size)
     deck_names: list[str]
-    decks: np.ndarray                 # int32 [n_decks, deck_size]
-    deck_leaders: np.ndarray          # int32 [n_decks]
+    decks: np.ndarray  # int32 [n_decks, deck_size]
+    deck_leaders: np.ndarray  # int32 [n_decks]
     path: Path
 
     def name(self, card_id: int) -> str:
@@ -39,7 +40,9 @@ class CardPool:
 def _pick(card: dict, field: str, options: dict, what: str) -> int:
     value = card.get(field, "none") if isinstance(card, dict) else card
     if value not in options:
-        raise CardDataError(f"card {card.get('id')} ({card.get('name')}): unknown {what} {value!r}; valid: {sorted(options)}")
+        raise CardDataError(
+            f"card {card.get('id')} ({card.get('name')}): unknown {what} {value!r}; valid: {sorted(options)}"
+        )
     return options[value]
 
 
@@ -53,7 +56,9 @@ def _effect_row(card: dict, row: np.ndarray, fields: dict) -> None:
     target = _pick({**effect, "id": card["id"], "name": card["name"]}, "target", LAYOUT["target_kinds"], "target")
     chosen = 0 < target < LAYOUT["first_automatic_target"]
     if chosen and effect["trigger"] not in CHOSEN_TARGET_TRIGGERS:
-        raise CardDataError(f"{label}: a chosen target ({effect['target']}) needs a trigger in {sorted(CHOSEN_TARGET_TRIGGERS)}")
+        raise CardDataError(
+            f"{label}: a chosen target ({effect['target']}) needs a trigger in {sorted(CHOSEN_TARGET_TRIGGERS)}"
+        )
     if effect.get("target") == "attacker" and effect["trigger"] != "response":
         raise CardDataError(f"{label}: target 'attacker' is only valid for response spells")
     if effect["op"] == "summon" and not effect.get("token"):
@@ -73,7 +78,9 @@ def _card_row(card: dict, factions: list[str]) -> np.ndarray:
     row = np.zeros(LAYOUT["card_fields"], dtype=np.int32)
     row[fields["type"]] = _pick(card, "type", LAYOUT["card_types"], "card type")
     if card.get("faction") not in factions:
-        raise CardDataError(f"card {card['id']} ({card['name']}): unknown faction {card.get('faction')!r}; valid: {factions}")
+        raise CardDataError(
+            f"card {card['id']} ({card['name']}): unknown faction {card.get('faction')!r}; valid: {factions}"
+        )
     row[fields["faction"]] = factions.index(card["faction"])
     row[fields["cost"]] = int(card.get("cost", 0))
     row[fields["attack"]] = int(card.get("attack", 0))
@@ -83,7 +90,9 @@ def _card_row(card: dict, factions: list[str]) -> np.ndarray:
     mask = 0
     for kw in card.get("keywords", []):
         if kw not in LAYOUT["keywords"]:
-            raise CardDataError(f"card {card['id']} ({card['name']}): unknown keyword {kw!r}; valid: {sorted(LAYOUT['keywords'])}")
+            raise CardDataError(
+                f"card {card['id']} ({card['name']}): unknown keyword {kw!r}; valid: {sorted(LAYOUT['keywords'])}"
+            )
         mask |= 1 << LAYOUT["keywords"][kw]
     row[fields["keywords"]] = mask
     _effect_row(card, row, fields)

@@ -17,6 +17,7 @@ Shape of a position dict::
 Units are slots 0-3 front, 4-6 back, 7 the leader; an empty slot is all zeros. `hand` and
 `deck` hold only the cards present: on write, `hand_count` / `deck_count` follow their lengths.
 """
+
 from __future__ import annotations
 
 from . import LAYOUT
@@ -93,8 +94,13 @@ def unit(pool, card_id: int, **overrides) -> dict:
     row = pool.table[card_id]
     idx = LAYOUT["card_field_index"]
     rec = {f: 0 for f in UNIT_FIELDS}
-    rec.update(card=card_id, attack=int(row[idx["attack"]]), health=int(row[idx["health"]]),
-               max_health=int(row[idx["health"]]), keywords=int(row[idx["keywords"]]))
+    rec.update(
+        card=card_id,
+        attack=int(row[idx["attack"]]),
+        health=int(row[idx["health"]]),
+        max_health=int(row[idx["health"]]),
+        keywords=int(row[idx["keywords"]]),
+    )
     rec["shield"] = (rec["keywords"] >> LAYOUT["keywords"]["shield"]) & 1
     unknown = set(overrides) - set(UNIT_FIELDS)
     if unknown:
@@ -103,16 +109,25 @@ def unit(pool, card_id: int, **overrides) -> dict:
     return rec
 
 
-def empty_position(pool, leaders: tuple[int, int] | None = None, active: int = 0,
-                   energy: int = 10, turn: int = 5) -> dict:
+def empty_position(
+    pool, leaders: tuple[int, int] | None = None, active: int = 0, energy: int = 10, turn: int = 5
+) -> dict:
     """A main-phase position with `active` to act: both leaders at full health, both
     mulligans done, `energy` (also max energy) for both seats, empty hands, decks and boards.
     Tests then fill in what the rule under test needs. `leaders` defaults to deck 0's leader."""
     if leaders is None:
         leaders = (int(pool.deck_leaders[0]),) * 2
     pos = {f: 0 for f in GAME_FIELDS}
-    pos.update(turn=turn, first_player=0, active=active, decider=active, phase=PHASES["main"],
-               result=-1, pending={f: 0 for f in PENDING_FIELDS}, players=[])
+    pos.update(
+        turn=turn,
+        first_player=0,
+        active=active,
+        decider=active,
+        phase=PHASES["main"],
+        result=-1,
+        pending={f: 0 for f in PENDING_FIELDS},
+        players=[],
+    )
     for seat in range(2):
         player = {f: 0 for f in PLAYER_FIELDS}
         player.update(energy=energy, max_energy=energy, mulligan_done=1, hand=[], deck=[])

@@ -120,6 +120,8 @@ typedef struct {
 
 typedef struct {
     int8_t seat, op, target_kind, source_slot, return_phase;
+    int8_t reserved;            /* explicit padding: a Pending passed by value copies members, not padding,
+                                   so an implicit pad byte would leak stack garbage into get_state() */
     int16_t card, amount, amount2, max_target_cost;
 } Pending;
 

@@ -1,5 +1,6 @@
 """Policy network and action sampler for Emberfront."""
-from .tcg_policy import PolicyConfig, TCGPolicy, gather_rows, legal_from_obs
+
+from .tcg_policy import PolicyConfig, TCGPolicy, build_policy, gather_rows, policy_from_state
 from .tcg_sampler import PARAM_NAMES, TCGSampler
 
-__all__ = ["PolicyConfig", "TCGPolicy", "TCGSampler", "PARAM_NAMES", "gather_rows", "legal_from_obs"]
+__all__ = ["PolicyConfig", "TCGPolicy", "TCGSampler", "PARAM_NAMES", "build_policy", "gather_rows", "policy_from_state"]

@@ -8,13 +8,13 @@ Shapes (`...` = any leading batch dims, N = n_entities + 1 rows, the last being 
 NONE row at index `none_entity`):
     encode(obs [..., obs_size])           -> x [..., H], ent [..., N, D]
     step(x [B, H], (h, c))                -> out [B, H], (h, c)
-    forward_sequence(obs [B, T, obs], state, starts [B, T]) -> out [B, T, H], ent [B, T, N, D], state
     value(out [..., H])                   -> [...]
     type_logits(out)                      -> [..., n_action_types]
     a_logits(out, ent, type)              -> [..., n_a]      (pointer over entity rows)
     b_logits(out, ent, type, a)           -> [..., n_b]      (pointer, conditioned on ent[a])
     c_logits(out, ent, type, a, b)        -> [..., n_c]      (board-slot bins)
 """
+
 from __future__ import annotations
 
 import math
@@ -25,37 +25,76 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..engine import LAYOUT
+from ..recurrent import lstm_cell
 
 # Fixed feature scales by name (raw values are small integers). Unlisted numeric features get
 # DEFAULT_SCALE, so a feature added to the engine is still sensibly scaled.
 DEFAULT_SCALE = 0.1
 ENTITY_SCALES = {
-    "present": 1.0, "cost": 0.1, "attack": 0.1, "health": 1 / 30, "max_health": 1 / 30,
-    "exhausted": 1.0, "frozen": 1.0, "sick": 1.0, "shield": 1.0, "silenced": 1.0,
-    "weapon_attack": 0.1, "weapon_durability": 0.2, "temp_attack": 0.1, "can_act": 1.0,
+    "present": 1.0,
+    "cost": 0.1,
+    "attack": 0.1,
+    "health": 1 / 30,
+    "max_health": 1 / 30,
+    "exhausted": 1.0,
+    "frozen": 1.0,
+    "sick": 1.0,
+    "shield": 1.0,
+    "silenced": 1.0,
+    "weapon_attack": 0.1,
+    "weapon_durability": 0.2,
+    "temp_attack": 0.1,
+    "can_act": 1.0,
 }
 GLOBAL_SCALES = {
-    "turn": 1 / 60, "my_turn": 1.0, "phase_mulligan": 1.0, "phase_main": 1.0, "phase_response": 1.0,
-    "phase_target": 1.0, "my_energy": 0.1, "my_max_energy": 0.1, "opp_energy": 0.1,
-    "opp_max_energy": 0.1, "my_spark": 1.0, "opp_spark": 1.0, "my_hand": 1 / 8, "opp_hand": 1 / 8,
-    "my_deck": 1 / 30, "opp_deck": 1 / 30, "my_discard": 1 / 30, "opp_discard": 1 / 30,
-    "my_fatigue": 0.1, "opp_fatigue": 0.1, "seat": 1.0, "i_went_first": 1.0, "pending_amount": 0.1,
-    "my_leader_ability_used": 1.0, "opp_leader_ability_used": 1.0, "turns_left": 1 / 60,
+    "turn": 1 / 60,
+    "my_turn": 1.0,
+    "phase_mulligan": 1.0,
+    "phase_main": 1.0,
+    "phase_response": 1.0,
+    "phase_target": 1.0,
+    "my_energy": 0.1,
+    "my_max_energy": 0.1,
+    "opp_energy": 0.1,
+    "opp_max_energy": 0.1,
+    "my_spark": 1.0,
+    "opp_spark": 1.0,
+    "my_hand": 1 / 8,
+    "opp_hand": 1 / 8,
+    "my_deck": 1 / 30,
+    "opp_deck": 1 / 30,
+    "my_discard": 1 / 30,
+    "opp_discard": 1 / 30,
+    "my_fatigue": 0.1,
+    "opp_fatigue": 0.1,
+    "seat": 1.0,
+    "i_went_first": 1.0,
+    "pending_amount": 0.1,
+    "my_leader_ability_used": 1.0,
+    "opp_leader_ability_used": 1.0,
+    "turns_left": 1 / 60,
 }
 # Categorical entity / global features, embedded rather than scaled.
 ENTITY_CATEGORICAL = ("card", "type")
-GLOBAL_CATEGORICAL = ("pending_card", "pending_op", "attacker_entity", "attack_target_entity",
-                      "my_deck_id", "opp_deck_id")
+GLOBAL_CATEGORICAL = (
+    "pending_card",
+    "pending_op",
+    "attacker_entity",
+    "attack_target_entity",
+    "my_deck_id",
+    "opp_deck_id",
+)
 
 
 @dataclass
 class PolicyConfig:
     """Architecture of a TCGPolicy; saved with checkpoints (`to_dict` / `from_dict`)."""
+
     n_cards: int
     card_embed_dim: int = 32
     entity_dim: int = 64
     hidden_size: int = 128
-    n_decks: int = 32          # deck-id embedding rows (ids are clamped into range)
+    n_decks: int = 32  # deck-id embedding rows (ids are clamped into range)
 
     def __post_init__(self):
         for f in fields(self):
@@ -67,21 +106,12 @@ class PolicyConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "PolicyConfig":
+    def from_dict(cls, d: dict) -> PolicyConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(d) - known)
         if unknown:
             raise ValueError(f"PolicyConfig.from_dict: unknown keys {unknown}; valid keys: {sorted(known)}")
         return cls(**d)
-
-
-def legal_from_obs(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The legal action list of observations [..., obs_size]: (legal [..., L, 4] long, count [...] long)."""
-    L, W = LAYOUT["max_legal"], LAYOUT["action_width"]
-    off = LAYOUT["legal_offset"]
-    legal = obs[..., off:off + L * W].reshape(*obs.shape[:-1], L, W).long()
-    count = obs[..., LAYOUT["legal_count_offset"]].long()
-    return legal, count
 
 
 def gather_rows(ent: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -127,9 +157,12 @@ class TCGPolicy(nn.Module):
         ef = L["entity_features"]
         self.ef_card, self.ef_type, self.ef_present = ef["card"], ef["type"], ef["present"]
         num_names = [n for n, _ in sorted(ef.items(), key=lambda kv: kv[1]) if n not in ENTITY_CATEGORICAL]
-        self.register_buffer("ent_num_idx", torch.tensor([ef[n] for n in num_names], dtype=torch.long), persistent=False)
-        self.register_buffer("ent_num_scale", torch.tensor([ENTITY_SCALES.get(n, DEFAULT_SCALE) for n in num_names]),
-                             persistent=False)
+        self.register_buffer(
+            "ent_num_idx", torch.tensor([ef[n] for n in num_names], dtype=torch.long), persistent=False
+        )
+        self.register_buffer(
+            "ent_num_scale", torch.tensor([ENTITY_SCALES.get(n, DEFAULT_SCALE) for n in num_names]), persistent=False
+        )
         # Entity rows 0..n-1 plus a NONE row at index none_entity (pointer target "none"); the NONE
         # row's input is a learned slot embedding with no card and zero numerics, so ent[none] is
         # a learned constant. First layer = Linear(cat[card_embed, slot one-hot, numerics, type
@@ -145,16 +178,19 @@ class TCGPolicy(nn.Module):
 
         # ---- set pooling per zone: groups of size > 1 get masked mean + max, singletons the row ----
         self.groups = _groups()
-        assert [s for _, s, _ in self.groups] == [0] + [e for _, _, e in self.groups[:-1]], "entity groups not contiguous"
-        self.group_sizes = [e - s for _, s, e in self.groups] + [1]       # + the NONE row
+        assert [s for _, s, _ in self.groups] == [0] + [e for _, _, e in self.groups[:-1]], (
+            "entity groups not contiguous"
+        )
+        self.group_sizes = [e - s for _, s, e in self.groups] + [1]  # + the NONE row
         pooled = sum(2 * D if e - s > 1 else D for _, s, e in self.groups)
 
         # ---- globals ----
         gf = L["global_features"]
         gnum = [n for n, _ in sorted(gf.items(), key=lambda kv: kv[1]) if n not in GLOBAL_CATEGORICAL]
         self.register_buffer("glob_num_idx", torch.tensor([gf[n] for n in gnum], dtype=torch.long), persistent=False)
-        self.register_buffer("glob_num_scale", torch.tensor([GLOBAL_SCALES.get(n, DEFAULT_SCALE) for n in gnum]),
-                             persistent=False)
+        self.register_buffer(
+            "glob_num_scale", torch.tensor([GLOBAL_SCALES.get(n, DEFAULT_SCALE) for n in gnum]), persistent=False
+        )
         self.g_pending_card, self.g_pending_op = gf["pending_card"], gf["pending_op"]
         self.g_attacker, self.g_attack_target = gf["attacker_entity"], gf["attack_target_entity"]
         self.g_my_deck, self.g_opp_deck = gf["my_deck_id"], gf["opp_deck_id"]
@@ -170,7 +206,7 @@ class TCGPolicy(nn.Module):
         self.type_head = nn.Linear(H, self.n_action_types)
         T = self.n_action_types
         self.qa_out, self.qa_type = nn.Linear(H, D), nn.Embedding(T, D)
-        self.qa = nn.Linear(D, D)   # pointer query; a key projection of ent would be redundant
+        self.qa = nn.Linear(D, D)  # pointer query; a key projection of ent would be redundant
         self.qb_out, self.qb_type, self.qb_a = nn.Linear(H, D), nn.Embedding(T, D), nn.Linear(D, D, bias=False)
         self.qb = nn.Linear(D, D)
         self.qc_out, self.qc_type = nn.Linear(H, D), nn.Embedding(T, D)
@@ -187,17 +223,17 @@ class TCGPolicy(nn.Module):
         obs = obs.reshape(-1, obs.shape[-1])
         B = obs.shape[0]
         n, w = self.n_entities, self.entity_width
-        raw = obs[:, self.entity_offset:self.entity_offset + n * w].reshape(B, n, w)
+        raw = obs[:, self.entity_offset : self.entity_offset + n * w].reshape(B, n, w)
         card = raw[..., self.ef_card].long().clamp(0, self.config.n_cards - 1)
         ctype = F.one_hot(raw[..., self.ef_type].long().clamp(0, self.n_card_types - 1), self.n_card_types)
         num = torch.cat([raw.index_select(-1, self.ent_num_idx) * self.ent_num_scale, ctype.to(raw.dtype)], -1)
-        num = F.pad(num, (0, 0, 0, 1))                                      # NONE row: zero numerics
-        index = F.pad(card, (0, 1)) + self.slot_base                        # [B, n + 1] into the table
-        table = (self.card_proj(self.card_embed.weight).unsqueeze(0) + self.slot_embed.unsqueeze(1))
-        lookup = F.embedding(index, table.reshape(-1, self.entity_dim))     # [B, n + 1, D]
+        num = F.pad(num, (0, 0, 0, 1))  # NONE row: zero numerics
+        index = F.pad(card, (0, 1)) + self.slot_base  # [B, n + 1] into the table
+        table = self.card_proj(self.card_embed.weight).unsqueeze(0) + self.slot_embed.unsqueeze(1)
+        lookup = F.embedding(index, table.reshape(-1, self.entity_dim))  # [B, n + 1, D]
         h = torch.addmm(lookup.reshape(-1, self.entity_dim), num.reshape(-1, self.n_ent_num), self.ent_num.weight.t())
         h = F.relu(self.ent_out(F.relu(h))).reshape(B, n + 1, self.entity_dim)
-        ent = h                                                             # [B, n + 1, D], >= 0
+        ent = h  # [B, n + 1, D], >= 0
 
         # set pooling per zone: masked mean and max (rows are >= 0 after ReLU, so zeroing absent
         # rows gives the max over present rows, and 0 for an empty zone)
@@ -208,46 +244,31 @@ class TCGPolicy(nn.Module):
         parts = torch.split(hm, self.group_sizes, dim=1)
         counts = torch.split(pf, self.group_sizes, dim=1)
         pooled = []
-        for part, cnt in zip(parts[:len(self.groups)], counts):
+        for part, cnt in zip(parts[: len(self.groups)], counts):
             if part.shape[1] == 1:
                 pooled.append(part[:, 0])
                 continue
             pooled.append(part.sum(1) / cnt.sum(1, keepdim=True).clamp(min=1.0))
             pooled.append(part.amax(1))
 
-        g = obs[:, self.global_offset:self.global_offset + self.global_size]
+        g = obs[:, self.global_offset : self.global_offset + self.global_size]
         gnum = g.index_select(-1, self.glob_num_idx) * self.glob_num_scale
         pcard = self.card_embed(g[:, self.g_pending_card].long().clamp(0, self.config.n_cards - 1))
         pop = F.one_hot(g[:, self.g_pending_op].long().clamp(0, self.n_ops - 1), self.n_ops).to(gnum.dtype)
         att_tgt = gather_rows(ent, g[:, [self.g_attacker, self.g_attack_target]].long()).reshape(B, -1)
-        decks = self.deck_embed(torch.stack([g[:, self.g_my_deck], g[:, self.g_opp_deck]], -1).long()
-                                .clamp(0, self.config.n_decks - 1)).reshape(B, -1)
+        decks = self.deck_embed(
+            torch.stack([g[:, self.g_my_deck], g[:, self.g_opp_deck]], -1).long().clamp(0, self.config.n_decks - 1)
+        ).reshape(B, -1)
         gl = self.glob_mlp(torch.cat([gnum, pcard, pop, att_tgt, decks], -1))
 
         x = self.trunk(torch.cat(pooled + [gl], -1))
         return x.reshape(*lead, -1), ent.reshape(*lead, n + 1, self.entity_dim)
 
     # ------------------------------------------------------------------ recurrence
-    def initial_state(self, batch: int, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-        z = torch.zeros(batch, self.hidden_size, device=device)
-        return z, z.clone()
-
     def step(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
-        h, c = self.lstm(x, state)
+        """One LSTM step (recurrent.lstm_cell: the same math everywhere, vmap-able)."""
+        h, c = lstm_cell(self.lstm, x, *state)
         return h, (h, c)
-
-    def forward_sequence(self, obs: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor], starts: torch.Tensor):
-        """obs [B, T, obs_size], state ([B, H], [B, H]), starts [B, T] (1 where an episode starts:
-        the state is zeroed before that step)."""
-        B, T = obs.shape[:2]
-        x, ent = self.encode(obs)                                           # [B, T, H], [B, T, N, D]
-        h, c = state
-        keep = (1.0 - starts.to(x.dtype)).unsqueeze(-1)                      # [B, T, 1]
-        outs = []
-        for t in range(T):
-            h, c = self.lstm(x[:, t], (h * keep[:, t], c * keep[:, t]))
-            outs.append(h)
-        return torch.stack(outs, 1), ent, (h, c)
 
     # ------------------------------------------------------------------ heads
     def value(self, out: torch.Tensor) -> torch.Tensor:
@@ -269,15 +290,39 @@ class TCGPolicy(nn.Module):
         q = self.qb(F.relu(self.qb_out(out) + self.qb_type(type_) + self.qb_a(ea)))
         return self._point(q, ent)
 
-    def c_logits(self, out: torch.Tensor, ent: torch.Tensor, type_: torch.Tensor, a: torch.Tensor,
-                 b: torch.Tensor) -> torch.Tensor:
-        eab = gather_rows(ent, torch.stack([a, b], -1))                    # one gather: [..., 2, D]
+    def c_logits(
+        self, out: torch.Tensor, ent: torch.Tensor, type_: torch.Tensor, a: torch.Tensor, b: torch.Tensor
+    ) -> torch.Tensor:
+        eab = gather_rows(ent, torch.stack([a, b], -1))  # one gather: [..., 2, D]
         ea, eb = eab[..., 0, :], eab[..., 1, :]
         z = F.relu(self.qc_out(out) + self.qc_type(type_) + self.qc_a(ea) + self.qc_b(eb))
         return self.c_head(z)
 
-    def forward(self, obs: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]):
-        """One rollout step: (out, ent, value, new_state)."""
-        x, ent = self.encode(obs)
-        out, state = self.step(x, state)
-        return out, ent, self.value(out), state
+
+# ---- building and loading --------------------------------------------------------------------
+COMPILE_PREFIX = "_orig_mod."  # what torch.compile inserts into a wrapped module's state-dict keys
+
+
+def unwrap(module: nn.Module) -> nn.Module:
+    """The module itself when torch.compile wrapped it (OptimizedModule._orig_mod)."""
+    return getattr(module, "_orig_mod", module)
+
+
+def strip_compile_prefix(state_dict: dict) -> dict:
+    """A state dict with torch.compile's prefixes removed, wherever they occur in a key."""
+    return {k.replace(COMPILE_PREFIX, ""): v for k, v in state_dict.items()}
+
+
+def build_policy(config: PolicyConfig, seed: int = 0) -> TCGPolicy:
+    """A TCGPolicy initialised from `seed` without touching the global torch RNG (building a
+    policy, e.g. loading a league member, must not move anybody else's random stream)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return TCGPolicy(config)
+
+
+def policy_from_state(state_dict: dict, config: PolicyConfig) -> TCGPolicy:
+    """A TCGPolicy holding `state_dict` (compiled or not); raises on a mismatch."""
+    policy = build_policy(config)
+    policy.load_state_dict(strip_compile_prefix(state_dict), strict=True)
+    return policy

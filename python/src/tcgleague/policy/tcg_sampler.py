@@ -15,6 +15,7 @@ The sampling parameters live in a float tensor [3] = (primary_temperature,
 subaction_temperature, smoothing_eps), so changing them never recompiles compiled code. PPO passes
 the exact per-step tensor ([B, 3]) the rollout used to `log_prob_entropy`.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,7 +23,7 @@ import math
 import torch
 
 PARAM_NAMES = ("primary_temperature", "subaction_temperature", "smoothing_eps")
-_NEG = -1e9   # masked logit: exp underflows to exactly 0, but finite (no NaN in gradients)
+_NEG = -1e9  # masked logit: exp underflows to exactly 0, but finite (no NaN in gradients)
 
 
 def _check_temperature(name: str, value) -> float:
@@ -48,11 +49,12 @@ def _check_eps(value) -> float:
 def _stage_mask(values: torch.Tensor, consistent: torch.Tensor, n: int) -> torch.Tensor:
     """values [B, L] long, consistent [B, L] bool -> [B, n] bool: values present in consistent tuples."""
     z = torch.zeros(values.shape[0], n, dtype=torch.float32, device=values.device)
-    return z.scatter_add(1, values.clamp(0, n - 1), consistent.to(torch.float32)) > 0   # out of place: vmap-able
+    return z.scatter_add(1, values.clamp(0, n - 1), consistent.to(torch.float32)) > 0  # out of place: vmap-able
 
 
-def _stage_logp(logits: torch.Tensor, mask: torch.Tensor, temperature: torch.Tensor,
-                eps: torch.Tensor | None) -> torch.Tensor:
+def _stage_logp(
+    logits: torch.Tensor, mask: torch.Tensor, temperature: torch.Tensor, eps: torch.Tensor | None
+) -> torch.Tensor:
     """log p of the stage distribution [B, n]; illegal values get ~-1e9 (p exactly 0)."""
     z = torch.where(mask, logits.float() / temperature[:, None], torch.full_like(logits, _NEG, dtype=torch.float32))
     logp = torch.log_softmax(z, -1)
@@ -72,8 +74,9 @@ def _entropy(logp: torch.Tensor) -> torch.Tensor:
 class TCGSampler:
     """Masked autoregressive sampler with runtime-settable temperatures and smoothing."""
 
-    def __init__(self, primary_temperature: float = 1.0, subaction_temperature: float = 1.0,
-                 smoothing_eps: float = 0.0):
+    def __init__(
+        self, primary_temperature: float = 1.0, subaction_temperature: float = 1.0, smoothing_eps: float = 0.0
+    ):
         self._params = torch.zeros(3, dtype=torch.float32)
         self._params[:] = torch.tensor([1.0, 1.0, 0.0])
         self.set_sampling_params(primary_temperature, subaction_temperature, smoothing_eps)
@@ -87,7 +90,15 @@ class TCGSampler:
             new[1] = _check_temperature("subaction_temperature", subaction_temperature)
         if smoothing_eps is not None:
             new[2] = _check_eps(smoothing_eps)
-        self._params.copy_(new)   # in place: compiled code holding the tensor sees the new values
+        self._params.copy_(new)  # in place: compiled code holding the tensor sees the new values
+
+    @classmethod
+    def from_params(cls, params: dict | None) -> TCGSampler:
+        """A sampler set to `params` (a `get_sampling_params()` dict, e.g. a checkpoint's); keys
+        that are not sampling parameters are ignored, missing ones keep their defaults."""
+        sampler = cls()
+        sampler.set_sampling_params(**{k: v for k, v in (params or {}).items() if k in PARAM_NAMES})
+        return sampler
 
     def get_sampling_params(self) -> dict:
         return dict(zip(PARAM_NAMES, (float(v) for v in self._params.tolist())))
@@ -97,8 +108,7 @@ class TCGSampler:
         return self._params.clone() if device is None else self._params.to(device, copy=True)
 
     # ------------------------------------------------------------------ sampling
-    def sample(self, policy, out, ent, legal, count, params=None, generator=None, argmax: bool = False,
-               uniforms=None):
+    def sample(self, policy, out, ent, legal, count, params=None, generator=None, argmax: bool = False, uniforms=None):
         """-> (actions [..., 4] long, logprob [...], entropy [...]). Call under torch.no_grad() in rollouts.
         `uniforms` [..., 4, U] (U >= every stage's size), when given, are the U(0, 1) draws of
         the four stages (no RNG inside: the frozen opponents' vmapped forward passes them)."""
@@ -129,7 +139,7 @@ class TCGSampler:
             actions = actions.reshape(B, 4).long()
 
         L = legal.shape[1]
-        row_ok = count > 0                                                    # [B]
+        row_ok = count > 0  # [B]
         consistent = torch.arange(L, device=out.device)[None, :] < count[:, None]
         sizes = (policy.n_action_types, policy.n_a, policy.n_b, policy.n_c)
         logprob = torch.zeros(B, device=out.device)
@@ -146,7 +156,7 @@ class TCGSampler:
                 logits = policy.c_logits(out, ent, chosen[0], chosen[1], chosen[2])
             values = legal[:, :, k]
             mask = _stage_mask(values, consistent, sizes[k])
-            mask = mask | ~row_ok[:, None]          # padded rows: any value, results zeroed below
+            mask = mask | ~row_ok[:, None]  # padded rows: any value, results zeroed below
             logp = _stage_logp(logits, mask, t_primary if k == 0 else t_sub, None if k == 0 else eps)
             if actions is not None:
                 choice = actions[:, k]
@@ -154,7 +164,7 @@ class TCGSampler:
                 choice = torch.where(mask, logp, torch.full_like(logp, -math.inf)).argmax(-1)
             else:
                 if uniforms is not None:
-                    u = uniforms.reshape(B, 4, -1)[:, k, :logp.shape[1]]
+                    u = uniforms.reshape(B, 4, -1)[:, k, : logp.shape[1]]
                 elif generator is not None:
                     u = torch.rand(logp.shape, generator=generator, device=logp.device)
                 else:

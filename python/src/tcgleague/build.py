@@ -1,0 +1,66 @@
+"""The one place a trainer is made from a config: env, policy, sampler, opponent side, trainer.
+
+    trainer = build_trainer(cfg, run_dir, logger, dashboard)
+
+Self-play and league runs differ only in the opponent side built here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from .config import Config
+from .league import LeagueManager, LeagueOpponents
+from .logger import Dashboard, RunLogger
+from .opponent_side import OpponentSide, SelfPlay
+from .policy.tcg_policy import PolicyConfig, build_policy
+from .policy.tcg_sampler import TCGSampler
+from .rng import seed_global
+from .trainer import Trainer
+from .vecenv import VecEnv
+
+
+def env_kwargs(cfg: Config) -> dict:
+    return dict(
+        num_games=cfg.env.num_games,
+        seed=cfg.base.seed,
+        turn_cap=cfg.env.turn_cap,
+        reward_shaping=cfg.env.reward_shaping,
+        deck_pool=cfg.env.deck_pool or None,
+    )
+
+
+def policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
+    """The architecture a run with this config builds."""
+    p = cfg.policy
+    return PolicyConfig(
+        n_cards=n_cards, card_embed_dim=p.card_embed_dim, entity_dim=p.entity_dim, hidden_size=p.hidden_size
+    )
+
+
+def build_opponents(cfg: Config, env: VecEnv, run_dir: Path | None, device: torch.device) -> OpponentSide:
+    """Self-play, or the league (its state in <run_dir>/league/) with [league] enable."""
+    if not cfg.league.enable:
+        return SelfPlay(env.num_agents)
+    manager = LeagueManager(
+        cfg.league,
+        Path(run_dir) / "league" if run_dir is not None else None,
+        seed=cfg.base.seed,
+        turn_cap=cfg.env.turn_cap,
+    )
+    return LeagueOpponents(cfg.league, env.num_games, manager, env.engine_env, seed=cfg.base.seed, device=device)
+
+
+def build_trainer(
+    cfg: Config, run_dir: Path | None, logger: RunLogger | None = None, dashboard: Dashboard | None = None
+) -> Trainer:
+    seed_global(cfg.base.seed)
+    if cfg.base.torch_threads > 0:
+        torch.set_num_threads(cfg.base.torch_threads)
+    device = torch.device(cfg.base.device)
+    env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg))
+    policy = build_policy(policy_config(cfg, env.card_pool.n_cards), cfg.base.seed).to(device)
+    sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
+    opponents = build_opponents(cfg, env, run_dir, device)
+    return Trainer(cfg, env, policy, sampler, opponents, logger, dashboard)

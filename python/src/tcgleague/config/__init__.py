@@ -1,0 +1,55 @@
+"""Run configuration: `.ini` files (PufferLib convention) parsed into dataclasses, plus CLI
+overrides.
+
+    cfg = load_config("configs/smoke.ini", ["--train.learning-rate", "1e-3"])
+
+    sections   one dataclass per section ([base] [env] [vec] [policy] [train] [league] [wandb])
+    loader     files and `--section.key value` overrides, coerced to each field's type
+    validate   impossible values and combinations, named by `[section] key` with a valid value
+"""
+
+from .loader import config_from_dict, load_config, parse_overrides
+from .sections import (
+    ANNEALS,
+    CHECKPOINT_UNITS,
+    COMPILE_MODES,
+    LR_SCHEDULES,
+    PFSP_WEIGHTINGS,
+    RATINGS,
+    SECTIONS,
+    VEC_BACKENDS,
+    WANDB_MODES,
+    BaseSection,
+    Config,
+    ConfigError,
+    EnvSection,
+    LeagueSection,
+    PolicySection,
+    TrainSection,
+    VecSection,
+    WandbSection,
+)
+
+__all__ = [
+    "ANNEALS",
+    "CHECKPOINT_UNITS",
+    "COMPILE_MODES",
+    "LR_SCHEDULES",
+    "PFSP_WEIGHTINGS",
+    "RATINGS",
+    "SECTIONS",
+    "VEC_BACKENDS",
+    "WANDB_MODES",
+    "BaseSection",
+    "Config",
+    "ConfigError",
+    "EnvSection",
+    "LeagueSection",
+    "PolicySection",
+    "TrainSection",
+    "VecSection",
+    "WandbSection",
+    "config_from_dict",
+    "load_config",
+    "parse_overrides",
+]

@@ -1,0 +1,187 @@
+"""Run configuration sections: one dataclass per `.ini` section, one annotated field per key
+with its default (adding a key is a one-line change; add its check to config/validate.py if
+it has constraints)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A config file or override is malformed, unknown or inconsistent."""
+
+
+# --------------------------------------------------------------------------------------------
+# Sections. One annotated field per key; the default is the value used when no file/override
+# sets it.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class BaseSection:
+    run_name: str = "emberfront"
+    seed: int = 1
+    device: str = "cpu"  # cpu | cuda | cuda:N
+    torch_threads: int = 0  # 0 = leave torch's default
+    experiments_dir: str = "experiments"
+
+
+@dataclass
+class EnvSection:
+    num_games: int = 1024
+    turn_cap: int = 30
+    reward_shaping: float = 0.0
+    deck_pool: str = ""  # "" = uniform starter decks; else a JSON path
+
+
+@dataclass
+class VecSection:
+    backend: str = "native"  # native | serial | multiprocessing
+    num_envs: int = 1
+    num_workers: int = 1
+
+
+@dataclass
+class PolicySection:
+    card_embed_dim: int = 32
+    entity_dim: int = 64
+    hidden_size: int = 128
+    primary_temperature: float = 1.0
+    subaction_temperature_initial: float = 1.0
+    subaction_temperature_final: float = 1.0
+    subaction_temperature_anneal_start_frac: float = 0.0
+    subaction_temperature_anneal_end_frac: float = 1.0
+    subaction_temperature_anneal_start_step: int | None = None
+    subaction_temperature_anneal_end_step: int | None = None
+    smoothing_eps_initial: float = 0.0
+    smoothing_eps_final: float = 0.0
+    smoothing_eps_anneal_start_frac: float = 0.0
+    smoothing_eps_anneal_end_frac: float = 1.0
+    smoothing_eps_anneal_start_step: int | None = None
+    smoothing_eps_anneal_end_step: int | None = None
+
+
+@dataclass
+class TrainSection:
+    total_timesteps: int = 8_000_000
+    batch_size: int = 16384
+    minibatch_size: int = 2048
+    bptt_horizon: int = 16
+    update_epochs: int = 1
+    learning_rate: float = 6e-4
+    lr_schedule: str = "linear"  # linear | cosine | constant
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_coef: float = 0.2
+    vf_coef: float = 0.5
+    vf_clip_coef: float = 0.2
+    max_grad_norm: float = 0.5
+    norm_adv: bool = True
+    adam_eps: float = 1e-5
+    ent_coef_initial: float = 0.01
+    ent_coef_final: float = 0.01
+    ent_coef_anneal_start_frac: float = 0.0
+    ent_coef_anneal_end_frac: float = 1.0
+    ent_coef_anneal_start_step: int | None = None
+    ent_coef_anneal_end_step: int | None = None
+    compile: bool = False
+    compile_mode: str = "reduce-overhead"
+    checkpoint_interval: int = 50
+    checkpoint_interval_unit: str = "epochs"  # epochs | steps
+    max_checkpoints: int = 5
+    eval_interval: int = 60  # epochs; 0 = off
+    eval_games: int = 512
+    dashboard: bool = True
+
+
+@dataclass
+class LeagueSection:
+    """[league]: opponent pool, matchmaking, evaluation and promotion (see README, "League training")."""
+
+    enable: bool = False
+    activate_after_steps: int = 0  # global steps of pure self-play before the league starts
+    latest_ratio: float = 0.8  # share of games vs the latest self (OpenAI Five's 80/20)
+    bot_ratio: float = 0.1  # share vs scripted bots, split between random and greedy
+    pfsp_weighting: str = "squared"  # squared | variance | linear | uniform
+    checkpoint_add_interval: int = 20  # epochs between ingesting the learner as a candidate
+    pool_size: int = 8  # frozen members kept (champion included)
+    keep_recent: int = 3  # newest members always kept
+    keep_old: int = 2  # oldest members always kept
+    eval_games: int = 128  # games per evaluation match
+    promotion_min_games: int = 128  # games vs the champion needed before a promotion
+    promotion_min_winrate: float = 0.5  # Wilson lower bound vs the champion must clear this
+    promotion_z: float = 1.96  # z of that Wilson interval
+    baseline_min_winrate: float = 0.5  # win rate vs the greedy baseline a candidate needs
+    payoff_decay: float = 0.99  # payoff counts are multiplied by this on every update
+    rating: str = "openskill"  # rating system (OpenSkill Plackett-Luce)
+    opponent_batch: int = 256  # max rows per member in one stacked frozen forward (padded)
+
+
+@dataclass
+class WandbSection:
+    enable: bool = False
+    project: str = "tcgleague"
+    group: str = ""
+    tags: str = ""  # comma-separated
+    name: str = ""  # "" = the run's own name
+    mode: str = "auto"  # auto | online | offline | disabled
+
+    def tag_list(self) -> list[str]:
+        return [t.strip() for t in self.tags.split(",") if t.strip()]
+
+
+SECTIONS: dict[str, type] = {
+    "base": BaseSection,
+    "env": EnvSection,
+    "vec": VecSection,
+    "policy": PolicySection,
+    "train": TrainSection,
+    "league": LeagueSection,
+    "wandb": WandbSection,
+}
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+VEC_BACKENDS = ("native", "serial", "multiprocessing")
+LR_SCHEDULES = ("linear", "cosine", "constant")
+CHECKPOINT_UNITS = ("epochs", "steps")
+WANDB_MODES = ("auto", "online", "offline", "disabled")
+PFSP_WEIGHTINGS = ("squared", "variance", "linear", "uniform")
+RATINGS = ("openskill",)
+ANNEALS = {  # anneal name -> section holding its keys
+    "subaction_temperature": "policy",
+    "smoothing_eps": "policy",
+    "ent_coef": "train",
+}
+
+
+@dataclass
+class Config:
+    base: BaseSection = field(default_factory=BaseSection)
+    env: EnvSection = field(default_factory=EnvSection)
+    vec: VecSection = field(default_factory=VecSection)
+    policy: PolicySection = field(default_factory=PolicySection)
+    train: TrainSection = field(default_factory=TrainSection)
+    league: LeagueSection = field(default_factory=LeagueSection)
+    wandb: WandbSection = field(default_factory=WandbSection)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """{section: {key: value}} with plain Python values (JSON-serialisable)."""
+        return {name: dataclasses.asdict(getattr(self, name)) for name in SECTIONS}
+
+    def to_ini(self) -> str:
+        """The resolved config as `.ini` text; `load_config` reads it back to an equal Config."""
+        lines: list[str] = []
+        for name, section in self.to_dict().items():
+            lines.append(f"[{name}]")
+            for key, value in section.items():
+                if value is None:
+                    text = "none"
+                elif isinstance(value, bool):
+                    text = "true" if value else "false"
+                else:
+                    text = str(value)
+                lines.append(f"{key} = {text}")
+            lines.append("")
+        return "\n".join(lines)

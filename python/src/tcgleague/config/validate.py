@@ -1,0 +1,214 @@
+"""Config validation: impossible values and combinations, each named by `[section] key` with a
+valid value."""
+
+from __future__ import annotations
+
+import re
+
+from .sections import (
+    ANNEALS,
+    CHECKPOINT_UNITS,
+    COMPILE_MODES,
+    LR_SCHEDULES,
+    PFSP_WEIGHTINGS,
+    RATINGS,
+    VEC_BACKENDS,
+    WANDB_MODES,
+    Config,
+    ConfigError,
+)
+
+# --------------------------------------------------------------------------------------------
+# Validation
+# --------------------------------------------------------------------------------------------
+
+
+def _nearest_divisor(n: int, near: int, multiple_of: int = 1) -> int | None:
+    """The divisor of n that is a multiple of `multiple_of` closest to `near` (None if none)."""
+    best = None
+    for d in range(multiple_of, n + 1, multiple_of):
+        if n % d == 0 and (best is None or abs(d - near) < abs(best - near)):
+            best = d
+    return best
+
+
+def validate(cfg: Config) -> None:
+    errors: list[str] = []
+
+    def check(ok: bool, section: str, key: str, msg: str) -> None:
+        if not ok:
+            value = getattr(getattr(cfg, section), key)
+            errors.append(f"[{section}] {key} = {value!r}: {msg}")
+
+    b, e, v, p, t, w = cfg.base, cfg.env, cfg.vec, cfg.policy, cfg.train, cfg.wandb
+
+    # [base]
+    check(bool(b.run_name.strip()), "base", "run_name", "must not be empty (e.g. emberfront)")
+    check(
+        bool(re.fullmatch(r"cpu|cuda|cuda:\d+", b.device)), "base", "device", "must be cpu, cuda or cuda:N (e.g. cpu)"
+    )
+    check(b.torch_threads >= 0, "base", "torch_threads", "must be >= 0 (0 = torch default)")
+    check(bool(b.experiments_dir.strip()), "base", "experiments_dir", "must not be empty (e.g. experiments)")
+
+    # [env]
+    check(e.num_games >= 1, "env", "num_games", "must be >= 1 (e.g. 1024)")
+    check(e.turn_cap >= 1, "env", "turn_cap", "must be >= 1 (e.g. 30)")
+
+    # [vec]
+    check(v.backend in VEC_BACKENDS, "vec", "backend", f"must be one of {', '.join(VEC_BACKENDS)}")
+    check(v.num_envs >= 1, "vec", "num_envs", "must be >= 1 (e.g. 1)")
+    check(v.num_workers >= 1, "vec", "num_workers", "must be >= 1 (e.g. 1)")
+    if v.backend == "multiprocessing" and v.num_envs >= 1 and v.num_workers >= 1:
+        check(
+            v.num_envs % v.num_workers == 0,
+            "vec",
+            "num_workers",
+            f"must divide [vec] num_envs = {v.num_envs} (e.g. num_workers = "
+            f"{_nearest_divisor(v.num_envs, v.num_workers)})",
+        )
+
+    # [policy]
+    for key in ("card_embed_dim", "entity_dim", "hidden_size"):
+        check(getattr(p, key) >= 1, "policy", key, "must be >= 1 (e.g. 64)")
+    for key in ("primary_temperature", "subaction_temperature_initial", "subaction_temperature_final"):
+        check(getattr(p, key) > 0, "policy", key, "temperatures must be > 0 (e.g. 1.0)")
+    for key in ("smoothing_eps_initial", "smoothing_eps_final"):
+        check(0 <= getattr(p, key) < 1, "policy", key, "must be in [0, 1) (e.g. 0.05)")
+
+    # [train]
+    for key, example in (
+        ("total_timesteps", 10_000_000),
+        ("batch_size", 32768),
+        ("minibatch_size", 4096),
+        ("bptt_horizon", 16),
+        ("update_epochs", 1),
+        ("eval_games", 512),
+    ):
+        check(getattr(t, key) >= 1, "train", key, f"must be >= 1 (e.g. {example})")
+    if t.batch_size >= 1 and t.minibatch_size >= 1 and t.bptt_horizon >= 1:
+        if t.batch_size % t.minibatch_size != 0:
+            sugg = _nearest_divisor(t.batch_size, t.minibatch_size, t.bptt_horizon)
+            hint = (
+                f"e.g. minibatch_size = {sugg}"
+                if sugg is not None
+                else f"e.g. batch_size = {-(-t.batch_size // t.minibatch_size) * t.minibatch_size}"
+            )
+            check(
+                False,
+                "train",
+                "minibatch_size",
+                f"[train] batch_size = {t.batch_size} must be divisible by minibatch_size ({hint})",
+            )
+        if t.minibatch_size % t.bptt_horizon != 0:
+            sugg = _nearest_divisor(t.batch_size, t.minibatch_size, t.bptt_horizon)
+            hint = (
+                f"e.g. minibatch_size = {sugg}"
+                if sugg is not None
+                else f"e.g. bptt_horizon = {_nearest_divisor(t.minibatch_size, t.bptt_horizon)}"
+            )
+            check(
+                False,
+                "train",
+                "bptt_horizon",
+                f"[train] minibatch_size = {t.minibatch_size} must be divisible by bptt_horizon ({hint})",
+            )
+    check(t.learning_rate > 0, "train", "learning_rate", "must be > 0 (e.g. 3e-4)")
+    check(t.lr_schedule in LR_SCHEDULES, "train", "lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}")
+    check(0 < t.gamma <= 1, "train", "gamma", "must be in (0, 1] (e.g. 0.99)")
+    check(0 <= t.gae_lambda <= 1, "train", "gae_lambda", "must be in [0, 1] (e.g. 0.95)")
+    check(t.clip_coef > 0, "train", "clip_coef", "must be > 0 (e.g. 0.2)")
+    check(t.vf_clip_coef > 0, "train", "vf_clip_coef", "must be > 0 (e.g. 0.2)")
+    check(t.vf_coef >= 0, "train", "vf_coef", "must be >= 0 (e.g. 0.5)")
+    check(t.max_grad_norm > 0, "train", "max_grad_norm", "must be > 0 (e.g. 0.5)")
+    check(t.adam_eps > 0, "train", "adam_eps", "must be > 0 (e.g. 1e-5)")
+    for key in ("ent_coef_initial", "ent_coef_final"):
+        check(getattr(t, key) >= 0, "train", key, "must be >= 0 (e.g. 0.01)")
+    check(t.compile_mode in COMPILE_MODES, "train", "compile_mode", f"must be one of {', '.join(COMPILE_MODES)}")
+    check(t.checkpoint_interval >= 1, "train", "checkpoint_interval", "must be >= 1 (e.g. 50)")
+    check(
+        t.checkpoint_interval_unit in CHECKPOINT_UNITS,
+        "train",
+        "checkpoint_interval_unit",
+        f"must be one of {', '.join(CHECKPOINT_UNITS)}",
+    )
+    check(t.max_checkpoints >= 1, "train", "max_checkpoints", "must be >= 1 (e.g. 5)")
+    check(t.eval_interval >= 0, "train", "eval_interval", "must be >= 0 (0 = off; e.g. 25)")
+
+    # Anneals: fracs in [0, 1], steps >= 0, resolved start <= end.
+    for name, section in ANNEALS.items():
+        sec = getattr(cfg, section)
+        sf, ef = f"{name}_anneal_start_frac", f"{name}_anneal_end_frac"
+        ss, es = f"{name}_anneal_start_step", f"{name}_anneal_end_step"
+        for key in (sf, ef):
+            check(0 <= getattr(sec, key) <= 1, section, key, "must be in [0, 1] (e.g. 0.5)")
+        for key in (ss, es):
+            val = getattr(sec, key)
+            check(val is None or val >= 0, section, key, "must be >= 0 or none (e.g. none)")
+        check(
+            getattr(sec, sf) <= getattr(sec, ef), section, sf, f"must be <= {ef} = {getattr(sec, ef)} (e.g. {sf} = 0.0)"
+        )
+        start = getattr(sec, ss) if getattr(sec, ss) is not None else getattr(sec, sf) * t.total_timesteps
+        end = getattr(sec, es) if getattr(sec, es) is not None else getattr(sec, ef) * t.total_timesteps
+        if (getattr(sec, ss) is not None or getattr(sec, es) is not None) and start > end:
+            key = ss if getattr(sec, ss) is not None else es
+            check(
+                False,
+                section,
+                key,
+                f"anneal start ({start:g}) is after its end ({end:g}) with [train] "
+                f"total_timesteps = {t.total_timesteps}; set {ss} <= {es} (e.g. {ss} = 0)",
+            )
+
+    # [league] (checked even when disabled, so a bad value never waits for --league to surface)
+    lg = cfg.league
+    check(
+        lg.activate_after_steps >= 0,
+        "league",
+        "activate_after_steps",
+        "must be >= 0 (0 = league from the start; e.g. 5_000_000)",
+    )
+    for key in ("latest_ratio", "bot_ratio"):
+        check(0 <= getattr(lg, key) <= 1, "league", key, "must be in [0, 1] (e.g. 0.8)")
+    if 0 <= lg.latest_ratio <= 1 and 0 <= lg.bot_ratio <= 1:
+        check(
+            lg.latest_ratio + lg.bot_ratio <= 1 + 1e-9,
+            "league",
+            "bot_ratio",
+            f"latest_ratio + bot_ratio must be <= 1 (the rest is the frozen-pool share; "
+            f"e.g. bot_ratio = {max(0.0, round(1 - lg.latest_ratio, 6))})",
+        )
+    check(
+        lg.pfsp_weighting in PFSP_WEIGHTINGS, "league", "pfsp_weighting", f"must be one of {', '.join(PFSP_WEIGHTINGS)}"
+    )
+    check(lg.checkpoint_add_interval >= 1, "league", "checkpoint_add_interval", "must be >= 1 (e.g. 10)")
+    check(lg.pool_size >= 1, "league", "pool_size", "must be >= 1 (e.g. 8)")
+    for key in ("keep_recent", "keep_old"):
+        check(getattr(lg, key) >= 0, "league", key, "must be >= 0 (e.g. 2)")
+    if lg.pool_size >= 1 and lg.keep_recent >= 0 and lg.keep_old >= 0:
+        check(
+            1 + lg.keep_recent + lg.keep_old <= lg.pool_size,
+            "league",
+            "pool_size",
+            f"must hold the champion plus keep_recent ({lg.keep_recent}) and keep_old "
+            f"({lg.keep_old}) members (e.g. pool_size = {1 + lg.keep_recent + lg.keep_old})",
+        )
+    check(lg.eval_games >= 1, "league", "eval_games", "must be >= 1 (e.g. 64)")
+    check(lg.promotion_min_games >= 1, "league", "promotion_min_games", "must be >= 1 (e.g. 64)")
+    for key in ("promotion_min_winrate", "baseline_min_winrate"):
+        check(0 <= getattr(lg, key) <= 1, "league", key, "must be in [0, 1] (e.g. 0.55)")
+    check(lg.promotion_z > 0, "league", "promotion_z", "must be > 0 (e.g. 1.96)")
+    check(0 < lg.payoff_decay <= 1, "league", "payoff_decay", "must be in (0, 1] (1 = no decay; e.g. 0.99)")
+    check(lg.rating in RATINGS, "league", "rating", f"must be one of {', '.join(RATINGS)}")
+    check(lg.opponent_batch >= 1, "league", "opponent_batch", "must be >= 1 (e.g. 256)")
+
+    # [wandb]
+    check(w.mode in WANDB_MODES, "wandb", "mode", f"must be one of {', '.join(WANDB_MODES)}")
+    check(
+        not w.enable or bool(w.project.strip()),
+        "wandb",
+        "project",
+        "must not be empty when W&B is enabled (e.g. tcgleague)",
+    )
+
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))

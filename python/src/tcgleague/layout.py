@@ -1,0 +1,31 @@
+"""Where things sit in an observation row and an action tuple: the one home of the slices every
+reader of the legal action list uses (policy, sampler, PPO loss, bots, actors).
+
+All offsets come from the engine's exported `LAYOUT`, so a layout change in C moves them here
+and nowhere else."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .engine import LAYOUT
+
+OBS_SIZE: int = LAYOUT["obs_size"]
+ACTION_WIDTH: int = LAYOUT["action_width"]  # (type, a, b, c)
+MAX_LEGAL: int = LAYOUT["max_legal"]
+LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_count_offset"])  # the legal tuples, flattened
+COUNT: int = LAYOUT["legal_count_offset"]  # how many of those tuples are valid
+PASS: int = LAYOUT["action_types"]["pass"]  # the action type that ends a turn / declines a response
+
+
+def legal_from_obs(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(legal [..., MAX_LEGAL, 4] long, count [...] long) of observations [..., OBS_SIZE]."""
+    legal = obs[..., LEGAL].reshape(*obs.shape[:-1], MAX_LEGAL, ACTION_WIDTH).long()
+    return legal, obs[..., COUNT].long()
+
+
+def legal_actions(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The numpy twin of `legal_from_obs`: (legal int32 [rows, MAX_LEGAL, 4], count int64 [rows])."""
+    legal = obs[:, LEGAL].reshape(len(obs), MAX_LEGAL, ACTION_WIDTH).astype(np.int32)
+    return legal, obs[:, COUNT].astype(np.int64)

@@ -1,0 +1,253 @@
+"""The league manager: the pool's owner. It ingests candidates, plays their evaluation matches,
+rates them, promotes champions, retires members and keeps the state file.
+
+Every `checkpoint_add_interval` epochs the learner is ingested as a *candidate*: it joins the
+frozen pool at once (a past self is a useful opponent whether or not it is stronger) and plays a
+match vs the champion and one vs each baseline (greedy); promotion.decide says whether it
+becomes champion. The pool is then bounded to pool_size (promotion.retain_ids).
+
+State lives in `<dir>/league_state.json`, written atomically with the previous version kept as
+`.bak`; loading falls back to the `.bak` when the main file is missing or corrupt."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+from ..atomic import atomic_write
+from ..bots import BOTS, GREEDY
+from ..config import LeagueSection
+from ..match import bot_side, play_match, policy_side
+from ..policy.tcg_sampler import TCGSampler
+from ..scoring import Tally
+from .matchmaking import LEARNER, RESERVED_IDS
+from .members import MemberStore
+from .promotion import Decision, decide, retain_ids
+from .ratings import Payoff, Ratings
+
+STATE_FILE = "league_state.json"
+STATE_VERSION = 1
+BASELINES = (GREEDY,)
+MAX_DECISIONS = 50  # recent decisions kept in the state file
+
+PlayMatch = Callable[[str, str, int], Tally]  # (a, b, games) -> a's tally
+
+
+class MemberMatches:
+    """PlayMatch with the game runner (match.play_match, duplicate deals): ids are bots or pool
+    members (loaded from `store`). Seeded from (seed, a, b), so a match replays identically
+    after a resume."""
+
+    def __init__(self, store: MemberStore, seed: int = 0, turn_cap: int | None = None, parallel: int = 64):
+        self.store, self.seed, self.turn_cap, self.parallel = store, int(seed), turn_cap, int(parallel)
+
+    def side(self, member_id: str, seed: int):
+        if member_id in BOTS:
+            return bot_side(member_id, seed)
+        policy, params = self.store.load(member_id)
+        return policy_side(policy, TCGSampler.from_params(params), seed, name=member_id)
+
+    def __call__(self, a: str, b: str, games: int) -> Tally:
+        if games <= 0:
+            return Tally()
+        seed = (self.seed * 1_000_003 + zlib.crc32(f"{a}|{b}".encode())) % (2**31)
+        extra = {"turn_cap": self.turn_cap} if self.turn_cap is not None else {}
+        report = play_match(self.side(a, seed), self.side(b, seed + 1), games, seed, parallel=self.parallel, **extra)
+        return report.tally
+
+
+class LeagueManager:
+    """Pool, evaluation, ratings, payoff and promotion for one run.
+
+    mgr = LeagueManager(cfg.league, run_dir / "league", seed=cfg.base.seed)
+    mgr.load()                                   # on resume (falls back to the .bak)
+    mgr.ingest("e000010", state_dict, policy_config, step=..., epoch=10)
+    decision = mgr.evaluate("e000010")           # plays, rates, decides, retains, saves
+    """
+
+    def __init__(
+        self,
+        cfg: LeagueSection,
+        directory: str | Path | None = None,
+        play: PlayMatch | None = None,
+        seed: int = 0,
+        log: Callable[[str], None] = print,
+        baselines=BASELINES,
+        turn_cap: int | None = None,
+    ):
+        self.cfg = cfg
+        self.directory = Path(directory) if directory is not None else None
+        self.log = log
+        self.baselines = tuple(baselines)
+        self.store = MemberStore(self.directory)
+        self.play = play if play is not None else MemberMatches(self.store, seed, turn_cap)
+        self.champion: str | None = None
+        self.ratings = Ratings()
+        self.payoff = Payoff(cfg.payoff_decay)
+        self.promotions = 0
+        self.candidates = 0
+        self.decisions: list[dict] = []
+
+    @property
+    def state_path(self) -> Path | None:
+        return self.directory / STATE_FILE if self.directory is not None else None
+
+    def pool_ids(self) -> list[str]:
+        """Frozen members, oldest first."""
+        return self.store.ids()
+
+    def ingest(
+        self,
+        member_id: str,
+        state_dict: dict,
+        policy_config: dict,
+        sampling_params: dict | None = None,
+        step: int = 0,
+        epoch: int = 0,
+    ):
+        """Adds a candidate to the pool (a copy of the given weights)."""
+        if member_id in self.store or member_id in RESERVED_IDS:
+            raise ValueError(f"league member id {member_id!r} is already used or reserved")
+        member = self.store.ingest(member_id, state_dict, policy_config, sampling_params, step, epoch)
+        self.candidates += 1
+        return member
+
+    def load_policy(self, member_id: str):
+        """(frozen policy, sampling params) of a member (or one retired in the last round)."""
+        return self.store.load(member_id)
+
+    def retain(self) -> list[str]:
+        """Applies pool retention; returns the removed ids (their ratings and payoff go)."""
+        kept = retain_ids(self.pool_ids(), self.champion, self.cfg.pool_size, self.cfg.keep_recent, self.cfg.keep_old)
+        removed = self.store.retire(kept)
+        if removed:
+            keep = set(self.pool_ids()) | set(BOTS) | {LEARNER}
+            self.payoff.forget(keep)
+            self.ratings.forget(keep)
+        return removed
+
+    # ---- results ---------------------------------------------------------------------------
+    def record_game(self, a: str, b: str, win: bool, loss: bool) -> None:
+        """One finished training game of a (the learner) vs b: a payoff update (not rated:
+        the learner moves every epoch)."""
+        self.payoff.update(a, b, float(win), float(loss), float(not win and not loss))
+
+    def record_match(self, a: str, b: str, result: Tally) -> None:
+        """An evaluation match: one payoff update and game-by-game rating updates."""
+        wins, losses, draws = result.as_tuple()
+        self.payoff.update(a, b, wins, losses, draws)
+        self.ratings.record(a, b, wins, losses, draws)
+
+    def learner_winrates(self, ids) -> list[float]:
+        return [self.payoff.winrate(LEARNER, m) for m in ids]
+
+    # ---- evaluation and promotion ------------------------------------------------------------
+    def evaluate(self, candidate: str) -> Decision:
+        """Plays the candidate vs the champion and the baselines, records the results, applies
+        the promotion rule, retains the pool, saves the state file; returns the decision."""
+        if candidate not in self.store:
+            raise KeyError(f"{candidate!r} is not a league member")
+        games = self.cfg.eval_games
+        vs_champion = None
+        if self.champion is not None and self.champion != candidate:
+            vs_champion = self.play(candidate, self.champion, games)
+            self.record_match(candidate, self.champion, vs_champion)
+        vs_baselines = {}
+        for bot in self.baselines:
+            vs_baselines[bot] = self.play(candidate, bot, games)
+            self.record_match(candidate, bot, vs_baselines[bot])
+        decision = decide(self.cfg, candidate, self.champion, vs_champion, vs_baselines)
+        if decision.promoted:
+            self.champion = candidate
+            self.promotions += 1
+        self.log(
+            f"[league] candidate {candidate}: {'PROMOTED' if decision.promoted else 'rejected'} - {decision.reason}"
+        )
+        self.decisions = (self.decisions + [asdict(decision)])[-MAX_DECISIONS:]
+        removed = self.retain()
+        if removed:
+            self.log(f"[league] retired {', '.join(removed)} (pool_size {self.cfg.pool_size})")
+        if self.directory is not None:
+            self.save()
+        return decision
+
+    def metrics(self) -> dict[str, float]:
+        """league/pool_size, promotions, candidates, the champion's rating, and league/payoff_vs_*:
+        the learner's decayed score in its *training* games vs a few opponents (scoring.winrate
+        over the payoff counts; not a duplicate match: eval/winrate_vs_* is that)."""
+        out = {
+            "league/pool_size": float(len(self.pool_ids())),
+            "league/promotions": float(self.promotions),
+            "league/candidates": float(self.candidates),
+        }
+        out["league/champion_rating"] = float("nan")  # logged always; NaN (null) until a first champion
+        if self.champion is not None:
+            out["league/champion_rating"] = self.ratings.conservative(self.champion)
+            out["league/champion_mu"] = self.ratings.mu(self.champion)
+            out["league/champion_sigma"] = self.ratings.sigma(self.champion)
+        few = {"champion": self.champion, **{b: b for b in BOTS}}
+        if self.pool_ids():
+            newest = self.pool_ids()[-1]
+            few[newest] = newest
+        for label, who in few.items():
+            if who is not None and self.payoff.games(LEARNER, who) > 0:
+                out[f"league/payoff_vs_{label}"] = self.payoff.winrate(LEARNER, who)
+        return out
+
+    # ---- state -----------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """JSON-serialisable state (in-memory members' weights are not in it: use a directory
+        for a run that must resume)."""
+        return {
+            "version": STATE_VERSION,
+            **self.store.state_dict(),
+            "champion": self.champion,
+            "ratings": self.ratings.state_dict(),
+            "payoff": self.payoff.state_dict(),
+            "payoff_decay": self.payoff.decay,
+            "promotions": self.promotions,
+            "candidates": self.candidates,
+            "decisions": self.decisions,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(f"league state version {state.get('version')!r}, expected {STATE_VERSION}")
+        self.store.load_state_dict(state, self.log)
+        self.champion = state["champion"] if state["champion"] in self.store else None
+        self.ratings.load_state_dict(state["ratings"])
+        self.payoff.load_state_dict(state["payoff"])
+        self.promotions, self.candidates = int(state["promotions"]), int(state["candidates"])
+        self.decisions = list(state["decisions"])
+
+    def save(self) -> Path:
+        if self.state_path is None:
+            raise ValueError("this league manager has no directory to save to")
+        text = json.dumps(self.state_dict(), indent=1, sort_keys=True)
+        atomic_write(self.state_path, lambda f: f.write(text.encode("utf-8")), keep_backup=True)
+        return self.state_path
+
+    def load(self) -> bool:
+        """Loads league_state.json, or its .bak when the main file is missing or corrupt;
+        False when neither exists (a fresh league)."""
+        if self.state_path is None:
+            raise ValueError("this league manager has no directory to load from")
+        errors = []
+        for path in (self.state_path, self.state_path.with_name(STATE_FILE + ".bak")):
+            if not path.exists():
+                continue
+            try:
+                self.load_state_dict(json.loads(path.read_text(encoding="utf-8")))
+            except (ValueError, KeyError, TypeError, OSError) as e:
+                errors.append(f"{path.name}: {e}")
+                self.log(f"[league] WARNING: cannot load {path}: {e}")
+                continue
+            if errors:
+                self.log(f"[league] WARNING: loaded the backup {path.name} ({'; '.join(errors)})")
+            return True
+        if errors:
+            raise ValueError(f"no loadable league state in {self.directory}: {'; '.join(errors)}")
+        return False

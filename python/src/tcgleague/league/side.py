@@ -1,0 +1,188 @@
+"""The league as the trainer's opponent side (opponent_side.OpponentSide): per step it says
+which rows are the learner's, acts for the others (bots, or the frozen pool in one stacked
+forward), and reports finished games to the manager; per epoch it ingests a candidate and
+refreshes the pool and the PFSP weights."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from ..bots import GREEDY, RANDOM, GreedyBot, RandomBot
+from ..checkpoint import CheckpointError
+from ..config import LeagueSection
+from ..layout import ACTION_WIDTH
+from ..policy.tcg_policy import unwrap
+from ..policy.tcg_sampler import TCGSampler
+from .frozen_pool import FrozenPool
+from .manager import LeagueManager
+from .matchmaking import LEARNER, SELF, Matchmaker, pfsp_weights
+
+if TYPE_CHECKING:  # the greedy bot's engine env; the league never steps an env itself
+    from ..env import TCGEnv
+
+
+class LeagueOpponents:
+    """Matchmaker + bots + frozen pool + manager, behind the OpponentSide interface.
+
+    `engine_env` is the in-process TCGEnv (VecEnv.engine_env) the greedy bot searches in; without
+    one (pufferlib.vector backends) the bots are random only."""
+
+    def __init__(
+        self,
+        cfg: LeagueSection,
+        num_games: int,
+        manager: LeagueManager,
+        engine_env: TCGEnv | None = None,
+        seed: int = 0,
+        device: torch.device | str = "cpu",
+    ):
+        self.cfg, self.manager = cfg, manager
+        self.bots = {RANDOM: RandomBot(seed + 2)}
+        if engine_env is not None:
+            self.bots[GREEDY] = GreedyBot(engine_env)
+        self.matchmaker = Matchmaker(num_games, cfg, seed=seed, bots=tuple(self.bots))
+        self.pool = FrozenPool(2 * num_games, cfg.opponent_batch, device, seed=seed + 1)
+        self.global_step = 0
+        self.sync_pool()
+
+    # ---- per step --------------------------------------------------------------------------
+    def start(self, global_step: int) -> None:
+        self.global_step = global_step
+        self.pool.reset_all()
+        self.matchmaker.reset(global_step)
+        self._assign(np.arange(self.matchmaker.num_games))
+
+    def split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mine = self.matchmaker.learner_mask[rows]
+        return rows[mine], rows[~mine]
+
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """One batched call per bot, one stacked forward for all the frozen members."""
+        out = np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
+        if len(rows) == 0:
+            return out
+        who = self.pool.row_member[rows]
+        frozen = np.ones(len(rows), dtype=bool)
+        for name, bot in self.bots.items():
+            sel = who == name
+            frozen &= ~sel
+            if sel.any():
+                out[sel] = bot.act(obs, rows[sel])
+        if frozen.any():
+            out[frozen] = self.pool.act(obs, rows[frozen])
+        return out
+
+    def after_step(
+        self, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray, global_step: int
+    ) -> np.ndarray:
+        """Records the learner's finished games vs non-self opponents in the payoff, resets those
+        rows' opponent state, redraws those games. Returns (a copy of) the learner mask that was
+        in force for the step just taken."""
+        self.global_step = global_step
+        mm = self.matchmaker
+        mask = mm.learner_mask.copy()
+        done = np.flatnonzero(terminals[0::2] | truncations[0::2])
+        if len(done) == 0:
+            return mask
+        for g, who in zip(done, mm.opponent_of_games(done)):
+            if who == SELF:
+                continue
+            r = float(rewards[2 * g + mm.learner_seat[g]])
+            self.manager.record_game(LEARNER, who, win=r > 0.5, loss=r < -0.5)
+        self.pool.reset_rows(np.concatenate([2 * done, 2 * done + 1]))
+        mm.on_episode_end(done, global_step)
+        self._assign(done)
+        return mask
+
+    def _assign(self, games: np.ndarray) -> None:
+        """Tells the frozen pool who plays the rows of `games` (after a draw)."""
+        who = self.matchmaker.opponent_of_games(games)
+        self.pool.assign(2 * games, who)
+        self.pool.assign(2 * games + 1, who)
+
+    # ---- per epoch -------------------------------------------------------------------------
+    def sync_pool(self) -> None:
+        """Loads new pool members, unloads retired ones no game still uses, refreshes PFSP."""
+        ids = self.manager.pool_ids()
+        for m in ids:
+            if m not in self.pool:
+                self.pool.add(m, *self.manager.load_policy(m))
+        in_use = self.matchmaker.in_use()
+        for m in self.pool.ids():
+            if m not in ids and m not in in_use:
+                self.pool.remove(m)
+        probs = pfsp_weights(self.manager.learner_winrates(ids), self.cfg.pfsp_weighting)
+        self.matchmaker.set_pool(ids, probs)
+
+    def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
+        """Every checkpoint_add_interval epochs ingests the learner as a candidate and evaluates
+        it; always refreshes the pool and the PFSP weights. Candidates are ingested before
+        activate_after_steps too, so the pool is populated (and rated) when the league starts."""
+        if epoch > 0 and epoch % self.cfg.checkpoint_add_interval == 0:
+            member_id = f"e{epoch:06d}"
+            module = unwrap(policy)
+            self.manager.ingest(
+                member_id,
+                module.state_dict(),
+                module.config.to_dict(),
+                sampler.get_sampling_params(),
+                step=global_step,
+                epoch=epoch,
+            )
+            self.manager.evaluate(member_id)
+        self.sync_pool()
+
+    def metrics(self) -> dict[str, float]:
+        """league/*: active (global_step past activate_after_steps), current opponent shares,
+        and the manager's pool, rating, promotion and payoff figures."""
+        out = {"league/active": float(self.matchmaker.is_active(self.global_step))}
+        out.update(self.matchmaker.fractions())
+        out.update(self.manager.metrics())
+        return out
+
+    # ---- state -----------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The manager's state (pool, ratings, payoff: also its league_state.json) and the
+        running matchups, bot and pool RNG streams and the frozen rows' LSTM state, so a resume
+        that restores the env's games mid-episode continues them exactly."""
+        pool = self.pool.state_dict()
+        running = {
+            "matchmaker": self.matchmaker.state_dict(),
+            "rng": self.bots[RANDOM].state_dict()["rng"],
+            "global_step": self.global_step,
+            "opponents_generator": pool["generator"],
+            "opponent_state": pool["rows"],
+        }
+        return {"manager": self.manager.state_dict(), "league": running, "state_file": str(self.manager.state_path)}
+
+    def load_state_dict(self, state: dict | None, exact: bool, log=print) -> None:
+        """Pool, ratings and payoff always; the running matchups only when `exact`. A running
+        game whose frozen member cannot be loaded any more continues as self-play (warned)."""
+        if state is None:
+            log("[resume] note: the checkpoint has no league state: the league starts empty")
+            return
+        self.manager.load_state_dict(state["manager"])
+        self.manager.save()
+        self.sync_pool()
+        if not exact:
+            return
+        running, mm = state["league"], self.matchmaker
+        mm.load_state_dict(running["matchmaker"])
+        self.bots[RANDOM].load_state_dict({"rng": running["rng"]})
+        self.global_step = int(running["global_step"])
+        for m in sorted(mm.in_use() - {SELF, *self.bots}):
+            if m in self.pool:
+                continue
+            try:
+                self.pool.add(m, *self.manager.load_policy(m))
+            except (KeyError, OSError, ValueError, CheckpointError) as e:
+                games = mm.drop_member(m)
+                log(
+                    f"[league] WARNING: member {m} cannot be loaded ({e}); its {len(games)} running games "
+                    f"continue as self-play"
+                )
+        self.pool.load_state_dict({"generator": running["opponents_generator"], "rows": running["opponent_state"]})
+        self._assign(np.arange(mm.num_games))

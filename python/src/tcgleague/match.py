@@ -1,0 +1,282 @@
+"""The game runner: every match in tcgleague is played here (evaluate_checkpoint, the trainer's
+periodic evaluation, league candidate matches, the benchmarks).
+
+A match is `learner` vs `opponent`, two Actors, in the *duplicate* format. A deal is (seed,
+deck X, deck Y): the shuffles, the opening hands and who goes first. Each deal is played twice,
+once as dealt and once with the seats exchanged (`env.set_deal(..., swapped)`), and the learner
+keeps its seat, so it plays both hands of every deal - once going first, once second - and deal
+luck cancels. The learner's seat alternates from deal to deal, so both seats are covered evenly.
+Deals are pre-generated from the match seed, so two policies evaluated with the same seed play
+the very same games, and every scheduled game is counted (no bias towards short games).
+
+    report = play_match(policy_side(policy, sampler, seed=0), bot_side("greedy"), episodes=1000, seed=0)
+    report.winrate, report.wilson, report.summary()
+
+A *side* is a function `(env) -> Actor`: the runner makes the env, then each side's Actor for it
+(an Actor's per-row state and the greedy bot's search are bound to that env)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from .actors import Actor, PolicyActor
+from .bots import BOTS, make_bot, random_actions
+from .engine import LAYOUT
+from .env import TCGEnv
+from .layout import ACTION_WIDTH, PASS
+from .policy.tcg_policy import TCGPolicy
+from .policy.tcg_sampler import TCGSampler
+from .scoring import Tally, winrate
+
+DRAW = 2  # the episode record's `winner` when nobody won
+Side = Callable[[TCGEnv], Actor]
+
+
+def policy_side(policy: TCGPolicy, sampler: TCGSampler, seed: int, argmax: bool = False, name: str = "policy") -> Side:
+    """A policy (the learner, a checkpoint, a league member) as a match side, sampling from
+    its own generator seeded with `seed`."""
+
+    def make(env: TCGEnv) -> PolicyActor:
+        return PolicyActor(policy, sampler, env.num_agents, torch.Generator().manual_seed(seed), argmax, name)
+
+    return make
+
+
+def bot_side(name: str, seed: int = 0) -> Side:
+    """A bot ("random" or "greedy") as a match side."""
+    if name not in BOTS:
+        raise ValueError(f"unknown bot {name!r}; valid: {', '.join(BOTS)}")
+    return lambda env: make_bot(name, env, seed)
+
+
+@dataclass(frozen=True)
+class Deal:
+    seed: int
+    deck_x: int
+    deck_y: int
+
+
+def make_deals(n: int, seed: int, n_decks: int, decks: tuple[int, int] | None = None) -> list[Deal]:
+    """`n` deals from `seed`: a 62-bit game seed and two starter decks drawn uniformly each
+    (or always the deck pair `decks`)."""
+    rng = np.random.default_rng([seed, 0x5EA1])
+    seeds = rng.integers(0, 2**62, size=n, dtype=np.int64)
+    drawn = rng.integers(0, n_decks, size=(n, 2))
+    if decks is not None:
+        drawn[:] = decks
+    return [Deal(int(s), int(x), int(y)) for s, (x, y) in zip(seeds, drawn)]
+
+
+@dataclass
+class GameRecord:
+    """One finished match game from the learner's side."""
+
+    deal: int
+    swapped: bool
+    seat: int
+    deck: str
+    opp_deck: str
+    went_first: bool
+    result: int  # +1 win, 0 draw, -1 loss
+    decisions: int
+    turns: int
+    truncated: bool
+
+
+def _tally(records: list[GameRecord]) -> Tally:
+    wins = sum(r.result > 0 for r in records)
+    losses = sum(r.result < 0 for r in records)
+    return Tally(wins, losses, len(records) - wins - losses)
+
+
+def _table_row(records: list[GameRecord]) -> dict:
+    t = _tally(records)
+    low, high = t.wilson()
+    return {
+        "games": t.games,
+        "wins": t.wins,
+        "losses": t.losses,
+        "draws": t.draws,
+        "winrate": t.winrate,
+        "wilson_low": low,
+        "wilson_high": high,
+    }
+
+
+@dataclass
+class MatchReport:
+    opponent: str
+    records: list[GameRecord] = field(default_factory=list)
+    learner_decisions: int = 0
+    entropy_sum: float = 0.0
+    noops: int = 0
+
+    @property
+    def tally(self) -> Tally:
+        return _tally(self.records)
+
+    @property
+    def wins(self) -> int:
+        return self.tally.wins
+
+    @property
+    def losses(self) -> int:
+        return self.tally.losses
+
+    @property
+    def draws(self) -> int:
+        return self.tally.draws
+
+    @property
+    def games(self) -> int:
+        return len(self.records)
+
+    @property
+    def winrate(self) -> float:
+        """scoring.winrate: draws count as half a win."""
+        t = self.tally
+        return winrate(t.wins, t.losses, t.draws)
+
+    @property
+    def wilson(self) -> tuple[float, float]:
+        return self.tally.wilson()
+
+    @property
+    def mean_length(self) -> float:
+        """Mean decisions per game (both seats)."""
+        return float(np.mean([r.decisions for r in self.records])) if self.records else 0.0
+
+    @property
+    def entropy(self) -> float:
+        return self.entropy_sum / max(1, self.learner_decisions)
+
+    @property
+    def noop_rate(self) -> float:
+        return self.noops / max(1, self.learner_decisions)
+
+    def breakdown(self, key) -> dict:
+        groups: dict = defaultdict(list)
+        for r in self.records:
+            groups[key(r)].append(r)
+        return {k: _table_row(v) for k, v in sorted(groups.items())}
+
+    def summary(self) -> dict:
+        low, high = self.wilson
+        return {
+            "opponent": self.opponent,
+            "episodes": self.games,
+            "wins": self.wins,
+            "losses": self.losses,
+            "draws": self.draws,
+            "winrate": self.winrate,
+            "wilson_low": low,
+            "wilson_high": high,
+            "mean_length": self.mean_length,
+            "mean_turns": float(np.mean([r.turns for r in self.records])) if self.records else 0.0,
+            "truncation_rate": float(np.mean([r.truncated for r in self.records])) if self.records else 0.0,
+            "entropy": self.entropy,
+            "noop_rate": self.noop_rate,
+            "learner_decisions": self.learner_decisions,
+            "per_deck": self.breakdown(lambda r: r.deck),
+            "per_seat": {f"seat{k}": v for k, v in self.breakdown(lambda r: r.seat).items()},
+            "per_turn_order": self.breakdown(lambda r: "first" if r.went_first else "second"),
+        }
+
+
+@torch.no_grad()
+def play_match(
+    learner: Side,
+    opponent: Side,
+    episodes: int,
+    seed: int,
+    parallel: int = 256,
+    turn_cap: int = LAYOUT["default_turn_cap"],
+    decks: tuple[int, int] | None = None,
+    opponent_name: str = "opponent",
+) -> MatchReport:
+    """Plays `episodes` games (rounded up to whole deals of two) of `learner` vs `opponent` in
+    the duplicate format, `parallel` games at a time; the report is from the learner's side.
+    Deals draw both decks uniformly from the starter decks, or always use the pair `decks`."""
+    n_deals = max(1, math.ceil(episodes / 2))
+    env = TCGEnv(num_games=max(1, min(parallel, 2 * n_deals)), seed=seed, turn_cap=turn_cap)
+    deals = make_deals(n_deals, seed, len(env.pool.deck_names), decks)
+    names = env.pool.deck_names
+    # schedule: (deal, swapped, learner seat); the learner keeps its seat within a deal
+    schedule = [(k, swapped, k % 2) for k in range(n_deals) for swapped in (False, True)]
+    obs, _ = env.reset(seed)
+    mine_actor, their_actor = learner(env), opponent(env)
+    filler = np.random.default_rng(seed + 2)  # idle slots (schedule exhausted) play random moves
+    slot_game = np.full(env.num_games, -1, dtype=np.int64)
+    learner_seat = np.zeros(env.num_games, dtype=np.int64)
+    report = MatchReport(getattr(their_actor, "name", opponent_name))
+    next_index = 0
+
+    def assign(slot: int) -> None:
+        """The next scheduled game goes to `slot` (or the slot idles)."""
+        nonlocal next_index
+        rows = np.array([2 * slot, 2 * slot + 1])
+        mine_actor.reset_rows(rows)
+        their_actor.reset_rows(rows)
+        if next_index >= len(schedule):
+            slot_game[slot] = -1
+            return
+        k, swapped, seat = schedule[next_index]
+        d = deals[k]
+        if swapped:
+            env.set_deal(slot, d.seed, d.deck_y, d.deck_x, True)
+        else:
+            env.set_deal(slot, d.seed, d.deck_x, d.deck_y, False)
+        slot_game[slot], learner_seat[slot] = next_index, seat
+        next_index += 1
+
+    for slot in range(env.num_games):
+        assign(slot)
+    actions = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
+    while (slot_game >= 0).any():
+        active = np.flatnonzero(env.masks)
+        game = active // 2
+        busy = slot_game[game] >= 0
+        mine_mask = busy & (active % 2 == learner_seat[game])
+        mine, theirs, idle = active[mine_mask], active[busy & ~mine_mask], active[~busy]
+        if len(mine):
+            actions[mine] = mine_actor.act(obs, mine)
+            report.learner_decisions += len(mine)
+            report.noops += int((actions[mine, 0] == PASS).sum())
+        if len(theirs):
+            actions[theirs] = their_actor.act(obs, theirs)
+        if len(idle):
+            actions[idle] = random_actions(obs, filler, idle)
+        obs, _, terminals, truncations, infos = env.step(actions)
+        done = np.flatnonzero(terminals[0::2] | truncations[0::2])
+        if len(infos) != len(done):
+            raise RuntimeError(f"match lost episode records ({len(infos)} for {len(done)} finished games)")
+        for slot, info in zip(done, infos):
+            if slot_game[slot] >= 0:
+                report.records.append(_record(schedule[slot_game[slot]], info, names))
+            assign(int(slot))
+    if isinstance(mine_actor, PolicyActor):
+        report.entropy_sum = float(mine_actor.entropy_sum)
+    return report
+
+
+def _record(scheduled: tuple[int, bool, int], info: dict, names: list[str]) -> GameRecord:
+    k, swapped, seat = scheduled
+    winner = info["winner"]
+    return GameRecord(
+        deal=k,
+        swapped=swapped,
+        seat=seat,
+        deck=names[info[f"deck{seat}"]],
+        opp_deck=names[info[f"deck{1 - seat}"]],
+        went_first=info["first_player"] == seat,
+        result=0 if winner == DRAW else (1 if winner == seat else -1),
+        decisions=int(info["decisions"]),
+        turns=int(info["turns"]),
+        truncated=bool(info["truncated"]),
+    )

@@ -1,0 +1,80 @@
+"""The opponent side: who plays the rows that are not the learner's, as the trainer sees it.
+
+The trainer's collect loop talks to one `OpponentSide`; plain self-play and the league
+(`league.side.LeagueOpponents`) are two implementations, so the loop has no league branches:
+
+    mine, theirs = side.split(rows)                  # learner rows / opponent rows
+    actions[theirs] = side.act(obs, theirs)          # (Actor interface)
+    obs, rewards, terminals, truncations, infos = env.step(actions)
+    mask = side.after_step(rewards, terminals, truncations, global_step)   # learner mask in force
+    ...
+    side.end_epoch(epoch, global_step, policy, sampler)                    # once per epoch
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+import torch
+
+from .layout import ACTION_WIDTH
+from .policy.tcg_sampler import TCGSampler
+
+
+class OpponentSide(Protocol):
+    def start(self, global_step: int) -> None:
+        """Every game starts now (right after env.reset)."""
+
+    def split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(learner rows, opponent rows) among the deciding `rows`."""
+
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """int32 [len(rows), 4] actions for opponent `rows`."""
+
+    def after_step(
+        self, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray, global_step: int
+    ) -> np.ndarray:
+        """Handles finished games; returns the learner-row mask that was in force for the step."""
+
+    def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
+        """Once per epoch, after the update (the league ingests and evaluates candidates here)."""
+
+    def metrics(self) -> dict[str, float]: ...
+
+    def state_dict(self) -> dict | None: ...
+
+    def load_state_dict(self, state: dict | None, exact: bool, log=print) -> None:
+        """Restores `state_dict()`; `exact` when the env's running games were restored too."""
+
+
+class SelfPlay:
+    """Both seats of every game are the learner: no opponent rows, nothing to remember."""
+
+    def __init__(self, num_rows: int):
+        self.all_learner = np.ones(num_rows, dtype=bool)
+
+    def start(self, global_step: int) -> None:
+        pass
+
+    def split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return rows, rows[:0]
+
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
+
+    def after_step(self, rewards, terminals, truncations, global_step: int) -> np.ndarray:
+        return self.all_learner
+
+    def end_epoch(self, epoch, global_step, policy, sampler) -> None:
+        pass
+
+    def metrics(self) -> dict[str, float]:
+        return {}
+
+    def state_dict(self) -> None:
+        return None
+
+    def load_state_dict(self, state: dict | None, exact: bool, log=print) -> None:
+        if state is not None:
+            log("[resume] note: the checkpoint has league state but [league] enable is false: ignored")

@@ -1,0 +1,47 @@
+"""The process-wide random streams (python `random`, numpy's global, torch's CPU and CUDA).
+
+tcgleague itself never draws from them - every stream it uses is its own seeded generator
+(the trainer's torch.Generator, the matchmaker's, the bots', the frozen pool's) - but they are
+seeded at the start of a run and carried through checkpoints, so user code that does draw from
+them (a callback, a custom bot) is reproducible and resumes exactly too."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import torch
+
+
+def seed_global(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def global_state() -> dict:
+    """The global streams as checkpoint-ready values (tensors and plain Python)."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    return {
+        "python": random.getstate(),
+        "numpy": {
+            "kind": kind,
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None,
+    }
+
+
+def set_global_state(state: dict) -> None:
+    random.setstate(state["python"])
+    s = state["numpy"]
+    np.random.set_state(
+        (s["kind"], s["keys"].numpy().astype(np.uint32), s["pos"], s["has_gauss"], s["cached_gaussian"])
+    )
+    torch.set_rng_state(state["torch"])
+    if state.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])

@@ -1,0 +1,132 @@
+"""The rollout buffer: rewards reach the decision that earned them, GAE stops at terminals,
+bootstraps truncated (turn cap) and pending steps from their own value, and packing restarts
+the recurrence at rows, episodes and segments."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tcgleague.rollout import RolloutBuffer
+
+
+def make_buffer(capacity: int, horizon: int, num_rows: int = 4) -> RolloutBuffer:
+    buf = RolloutBuffer(capacity=capacity, horizon=horizon, obs_size=3, hidden_size=2, num_rows=num_rows)
+    buf.start_epoch()
+    return buf
+
+
+def add(buf: RolloutBuffer, rows, values, starts=None) -> None:
+    n = len(rows)
+    z = torch.zeros
+    buf.add(
+        np.array(rows),
+        z(n, 3),
+        z(n, 4, dtype=torch.long),
+        z(n),
+        torch.tensor(values, dtype=torch.float32),
+        z(n, 2),
+        z(n, 2),
+        np.zeros(n, dtype=bool) if starts is None else np.array(starts),
+    )
+
+
+def credit(buf: RolloutBuffer, rows, rewards, terminals=None, truncations=None) -> None:
+    n = len(rows)
+    buf.credit(
+        np.array(rows),
+        np.array(rewards, dtype=np.float32),
+        np.zeros(n, dtype=bool) if terminals is None else np.array(terminals),
+        np.zeros(n, dtype=bool) if truncations is None else np.array(truncations),
+    )
+
+
+def test_rewards_are_credited_to_the_previous_decision():
+    buf = make_buffer(capacity=4, horizon=2)
+    add(buf, [0, 3], [0.5, 0.1])
+    credit(buf, [0, 1], [0.25, 9.0])  # row 1 never decided: ignored
+    add(buf, [0], [0.7])
+    credit(buf, [0, 3], [1.0, -1.0], terminals=[True, True])
+    add(buf, [2], [0.3])
+    assert buf.reward[:4].tolist() == [0.25, -1.0, 1.0, 0.0]
+    assert buf.has_next[:4].tolist() == [True, False, False, False]
+    assert buf.next_value[0] == pytest.approx(0.7)
+    batch = buf.pack(gamma=0.9, lam=0.5)
+    # packed by row: row 0 (two steps), row 2, row 3
+    assert batch.rows.reshape(-1).tolist() == [0, 0, 2, 3]
+    adv = batch.advantage.reshape(-1).tolist()
+    d0 = 0.25 + 0.9 * 0.7 - 0.5
+    d1 = 1.0 - 0.7  # terminal: no bootstrap
+    assert adv[1] == pytest.approx(d1)
+    assert adv[0] == pytest.approx(d0 + 0.9 * 0.5 * d1)
+    assert adv[2] == pytest.approx(0.9 * 0.3 - 0.3)  # pending at epoch end: bootstraps its own value
+    assert adv[3] == pytest.approx(-1.0 - 0.1)
+    assert batch.boundary.reshape(-1).tolist() == [1.0, 0.0, 1.0, 1.0]
+
+
+def two_games(row0_truncated: bool):
+    """Row 0's game ends at the turn cap (or, for comparison, decided) with reward 0.05 while row 1's
+    game ends decided (+1); both rows then start new games whose first decisions are pending at the
+    epoch's end. Steps in arrival order: 0 (row 0), 1 (row 1), 2 (row 0), 3 (row 1), 4 (row 0), 5 (row 1)."""
+    buf = make_buffer(capacity=6, horizon=2, num_rows=2)
+    add(buf, [0, 1], [0.5, 0.2], starts=[True, True])
+    credit(buf, [0], [0.1])
+    add(buf, [0, 1], [0.6, 0.3])
+    credit(buf, [0, 1], [0.05, 1.0], terminals=[not row0_truncated, True], truncations=[row0_truncated, False])
+    add(buf, [0, 1], [0.9, 0.4], starts=[True, True])  # new games: their values must not leak back
+    return buf
+
+
+@pytest.mark.parametrize("lam", [0.8, 1.0])
+def test_gae_bootstraps_truncated_steps_from_their_own_value_and_terminals_from_zero(lam):
+    gamma = 0.9
+    buf = two_games(row0_truncated=True)
+    assert buf.truncated[:6].tolist() == [False, False, True, False, False, False]
+    assert buf.terminal[:6].tolist() == [False, False, False, True, False, False]
+    assert buf.has_next[:6].tolist() == [True, True, False, False, False, False], (
+        "a game's last step is never linked to the next game's first"
+    )
+    batch = buf.pack(gamma, lam)
+    assert batch.rows.reshape(-1).tolist() == [0, 0, 0, 1, 1, 1]
+    adv = dict(zip([0, 2, 4, 1, 3, 5], batch.advantage.reshape(-1).tolist()))
+    ret = dict(zip([0, 2, 4, 1, 3, 5], batch.ret.reshape(-1).tolist()))
+    value = {0: 0.5, 1: 0.2, 2: 0.6, 3: 0.3, 4: 0.9, 5: 0.4}
+    # by hand: delta_t = r_t + gamma * V_next - V_t, A_t = delta_t + gamma * lam * A_next within a game
+    want = {
+        2: 0.05 + gamma * 0.6 - 0.6,  # truncated at the turn cap: bootstraps its OWN value (0.6)
+        3: 1.0 + gamma * 0.0 - 0.3,  # terminal: no bootstrap
+        4: 0.0 + gamma * 0.9 - 0.9,  # pending at the epoch's end: its own value too
+        5: 0.0 + gamma * 0.4 - 0.4,
+    }
+    want[0] = (0.1 + gamma * 0.6 - 0.5) + gamma * lam * want[2]
+    want[1] = (0.0 + gamma * 0.3 - 0.2) + gamma * lam * want[3]
+    for k in range(6):
+        assert adv[k] == pytest.approx(want[k], abs=1e-6), k
+        assert ret[k] == pytest.approx(want[k] + value[k], abs=1e-6), k
+    # not 0 (a terminal's bootstrap), not the next game's first value (0.9)
+    assert adv[2] != pytest.approx(0.05 - 0.6) and adv[2] != pytest.approx(0.05 + gamma * 0.9 - 0.6)
+    # segments [0 2] [4 1] [3 5]: the recurrence restarts at a row, an episode and a segment start
+    assert batch.boundary.reshape(-1).tolist() == [1.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+
+
+def test_the_same_game_decided_instead_of_truncated_does_not_bootstrap():
+    gamma, lam = 0.9, 0.8
+    truncated = two_games(row0_truncated=True).pack(gamma, lam).advantage.reshape(-1)
+    decided = two_games(row0_truncated=False).pack(gamma, lam).advantage.reshape(-1)
+    # packed positions: 0 -> step 0, 1 -> step 2 (row 0's last step of its first game)
+    assert decided[1].item() == pytest.approx(0.05 - 0.6)
+    assert truncated[1].item() == pytest.approx(0.05 + gamma * 0.6 - 0.6)
+    assert decided[0].item() == pytest.approx((0.1 + gamma * 0.6 - 0.5) + gamma * lam * (0.05 - 0.6))
+    assert torch.equal(truncated[2:], decided[2:]), "row 1 and row 0's next game are unaffected"
+
+
+def test_pack_refuses_a_partial_buffer_and_add_refuses_overflow():
+    buf = make_buffer(capacity=4, horizon=2)
+    add(buf, [0, 1, 2], [0.0, 0.0, 0.0])
+    with pytest.raises(RuntimeError, match="full buffer"):
+        buf.pack(0.9, 0.9)
+    with pytest.raises(RuntimeError, match="overflow"):
+        add(buf, [0, 3], [0.0, 0.0])
+    with pytest.raises(ValueError, match="multiple of bptt_horizon"):
+        RolloutBuffer(capacity=6, horizon=4, obs_size=3, hidden_size=2, num_rows=2)
