@@ -553,3 +553,32 @@ def test_engine_state_round_trips_and_rejects_bad_bytes():
         env.engine.set_state(b"X" * len(state))
     with pytest.raises(ValueError, match="num_games differs"):
         TCGEnv(num_games=3).engine.set_state(state)
+
+
+def test_member_file_from_before_members_were_checkpoints_still_loads(tmp_path):
+    """Old league member files ({policy, policy_config, sampling_params, step, epoch}) load through
+    load_checkpoint as legacy files (weights_only, a warning), with their step as global_step."""
+    from tcgleague.engine.cards import load_card_pool
+    from tcgleague.policy import PolicyConfig, build_policy
+
+    config = PolicyConfig(n_cards=load_card_pool().n_cards, hidden_size=32)
+    policy = build_policy(config, seed=3)
+    path = tmp_path / "e000020.pt"
+    torch.save(
+        {
+            "policy": policy.state_dict(),
+            "policy_config": config.to_dict(),
+            "sampling_params": {},
+            "step": 640,
+            "epoch": 20,
+        },
+        path,
+    )
+    logged = []
+    loaded = load_checkpoint(path, log=logged.append)
+    assert loaded.global_step == 640 and loaded.state["fingerprint"] is None
+    assert any("no fingerprint" in m for m in logged)
+    for name, tensor in policy.state_dict().items():
+        assert torch.equal(loaded.policy.state_dict()[name], tensor), name
+    with pytest.raises(CheckpointError, match="no fingerprint"):
+        load_checkpoint(path, strict=True, log=logged.append)

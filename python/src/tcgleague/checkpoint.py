@@ -24,8 +24,9 @@ A checkpoint is a plain `torch.save` dict (readable with `torch.load(path, weigh
 Integrity: torch's zip container stores a CRC-32 per member; `load_checkpoint` verifies them
 (torch.load alone silently returns corrupted tensors) before unpickling anything.
 
-A legacy checkpoint (no `format`, written before fingerprints) loads with a warning - nothing can
-be verified - and is refused under strict.
+A legacy checkpoint (no `format`, written before fingerprints; or a league member file from
+before members were checkpoint-format files) loads with a warning - nothing can be verified -
+and is refused under strict.
 
 `load_checkpoint` is THE load-and-validate path: train.py's resume and evaluate_checkpoint both
 call it, so they accept and refuse exactly the same files with the same messages.
@@ -205,6 +206,8 @@ def _read(path: Path) -> dict:
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint {path} is not a tcgleague checkpoint (it holds a {type(state).__name__})")
     if state.get("format") != FORMAT:
+        if "format" not in state and "step" in state and "global_step" not in state:
+            state["global_step"] = state["step"]  # a league member file written before members were checkpoints
         if all(k in state for k in REQUIRED_KEYS if k != "fingerprint") and "format" not in state:
             state["fingerprint"] = None  # legacy: written before checkpoints carried fingerprints
             return state
