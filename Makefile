@@ -15,7 +15,7 @@ CONFIG ?= configs/default.ini
 setup: $(SETUP_STAMP) $(ENGINE_SO)
 
 # Dependencies, with torch pinned by constraints.txt so no other torch is ever resolved.
-# pufferlib-core goes in with --no-deps: its metadata pins torch==2.9.0 (SPEC §3).
+# pufferlib-core goes in with --no-deps: its metadata pins torch==2.9.0, which would replace ours.
 $(SETUP_STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt --upgrade pip setuptools wheel

@@ -1,4 +1,4 @@
-"""Checkpoints, resume and evaluate_checkpoint (SPEC §7): exact continuation, refusals that say
+"""Checkpoints, resume and evaluate_checkpoint: exact continuation, refusals that say
 what differs, source-hash warnings, integrity errors, atomic saves, retention, compiled-model
 keys, the post-resume health probe, and the duplicate-format evaluation."""
 
@@ -469,7 +469,7 @@ def test_evaluate_checkpoint_json_report(straight, tmp_path, capsys):
         == 0
     )
     assert json.loads(out.read_text())["opponent"] == str(ckpt(run_a, 1))
-    # SPEC's form, --checkpoint PATH, is the same; giving it twice or not at all is an error
+    # the flag form, --checkpoint PATH, is the same; giving it twice or not at all is an error
     assert eval_cli.main(["--checkpoint", str(ckpt(run_a, 4)), "--opponent", "random", "--episodes", "4"]) == 0
     for argv in ([], [str(ckpt(run_a, 4)), "--checkpoint", str(ckpt(run_a, 4))]):
         with pytest.raises(SystemExit):

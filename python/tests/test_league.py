@@ -1,6 +1,6 @@
 """The league: [league] config keys, matchmaking only at episode boundaries, learner/opponent
 rows, who a finished game is credited to, frozen-pool batched inference and row-index state
-resets (seed 001), PFSP weights, payoff decay, promotion decisions and their reasons, pool
+resets (row ids, never a boolean mask), PFSP weights, payoff decay, promotion decisions and their reasons, pool
 retention, member files, and the league state file (round trip, .bak recovery)."""
 
 from __future__ import annotations

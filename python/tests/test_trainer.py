@@ -87,7 +87,7 @@ def test_zero_rows_uses_row_indices_and_ignores_invalid_and_duplicates():
     used = zero_rows((h, c), np.array([4, 1, 1, -1, 6, 99, 4]))
     assert used.tolist() == [1, 4] and used.dtype == torch.int64
     assert h[:, 0].tolist() == [1, 0, 1, 1, 0, 1] and torch.equal(h, c)
-    # a boolean mask is the predecessor's bug (seed 001): it is refused, not misread as ids
+    # a boolean mask where ids are expected is a classic shape bug: it is refused, not misread as ids
     with pytest.raises(TypeError, match="row indices"):
         zero_rows((h, c), np.array([True, False]))
     assert zero_rows((h, c), np.array([], dtype=np.int64)).numel() == 0

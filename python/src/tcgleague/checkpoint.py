@@ -43,6 +43,7 @@ from pathlib import Path
 import torch
 
 from .atomic import atomic_write
+from .engine.cards import load_card_pool
 from .fingerprint import (
     action_space_hash,
     changed_sources,
@@ -270,8 +271,6 @@ def load_checkpoint(
             raise CheckpointError(f"{where}: {what} differs: checkpoint {short(fp.get(key))}, code {short(current)}")
     stored_arch = dict(state["policy_config"])
     if policy_config is None:
-        from .engine.cards import load_card_pool
-
         expected = dict(stored_arch, n_cards=load_card_pool().n_cards)
         label = "(checkpoint vs the code's card pool)"
     else:

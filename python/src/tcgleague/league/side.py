@@ -119,9 +119,14 @@ class LeagueOpponents:
 
     def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
         """Every checkpoint_add_interval epochs ingests the learner as a candidate and evaluates
-        it; always refreshes the pool and the PFSP weights. Candidates are ingested before
-        activate_after_steps too, so the pool is populated (and rated) when the league starts."""
-        if epoch > 0 and epoch % self.cfg.checkpoint_add_interval == 0:
+        it (which saves the league state file); other epochs save it here, so the file's payoff
+        is never more than an epoch old. Always refreshes the pool and the PFSP weights.
+        Candidates are ingested before activate_after_steps too, so the pool is populated (and
+        rated) when the league starts."""
+        candidate = epoch > 0 and epoch % self.cfg.checkpoint_add_interval == 0
+        if not candidate and self.manager.directory is not None:
+            self.manager.save()
+        if candidate:
             member_id = f"e{epoch:06d}"
             module = unwrap(policy)
             self.manager.ingest(
