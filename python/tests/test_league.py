@@ -597,6 +597,21 @@ def test_league_run_resumes_exactly_through_a_checkpoint(tmp_path):
         assert torch.equal(t, b.policy.state_dict()[name]), name
 
 
+def test_weights_only_resume_of_a_league_run_keeps_member_ids_unique(tmp_path):
+    """A weights-only resume restarts the epoch count at 0 while the pool keeps e000001...: the
+    next candidates get fresh ids instead of colliding with the restored members."""
+    over = "--league.enable true --train.eval-interval 0 --env.num-games 8".split()
+    cfg = load_config(CONFIGS / "smoke.ini", over)
+    a = build_trainer(cfg, tmp_path / "smoke_a")
+    a.train_epoch()
+    path = checkpoint_writer(tmp_path / "smoke_a", cfg)(a)
+    b = build_trainer(load_config(CONFIGS / "smoke.ini", over), tmp_path / "smoke_b")
+    apply_resume(b, load_checkpoint(path, b.policy.config, log=quiet), ResumeOptions(str(path)), log=quiet)
+    assert b.epoch == 0 and b.opponents.manager.pool_ids() == ["e000001"]
+    b.train_epoch()
+    assert b.opponents.manager.pool_ids() == ["e000001", "e000001r1"]
+
+
 # ---- promotion --------------------------------------------------------------------------------
 def test_promotion_accepted_and_rejected_with_reasons():
     logs = []

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from .layout import PASS, legal_from_obs
+from .layout import legal_from_obs
 from .policy.tcg_policy import TCGPolicy
 from .policy.tcg_sampler import TCGSampler
 from .recurrent import RowState
@@ -47,8 +47,8 @@ class PolicyActor:
     """A recurrent policy acting for a subset of env rows; its LSTM state lives per row.
 
     `decide` is the batched step the trainer's rollout uses (it also needs log-probs, values
-    and the pre-step state); `act` is the Actor interface on top of it, which also keeps the
-    entropy and pass counts on the device (read once, when a match ends)."""
+    and the pre-step state); `act` is the Actor interface on top of it, which also sums the
+    entropy of its decisions on the device (read once, when a match ends)."""
 
     def __init__(
         self,
@@ -62,9 +62,7 @@ class PolicyActor:
         self.policy, self.sampler, self.generator, self.argmax, self.name = policy, sampler, generator, argmax, name
         self.device = next(policy.parameters()).device
         self.state = RowState(num_rows, policy.hidden_size, self.device)
-        self.decisions = 0
         self.entropy_sum = torch.zeros((), dtype=torch.float64, device=self.device)
-        self.passes = torch.zeros((), dtype=torch.int64, device=self.device)
 
     @torch.no_grad()
     def decide(self, obs: torch.Tensor, rows: np.ndarray, params: torch.Tensor | None = None) -> Decision:
@@ -83,9 +81,7 @@ class PolicyActor:
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         d = self.decide(torch.from_numpy(obs[rows]).to(self.device), rows)
-        self.decisions += len(rows)
         self.entropy_sum += d.entropy.sum()
-        self.passes += (d.actions[:, 0] == PASS).sum()
         return d.actions.cpu().numpy().astype(np.int32)
 
     def reset_rows(self, rows: np.ndarray) -> None:

@@ -258,7 +258,8 @@ def load_checkpoint(
             )
         msg = (
             f"WARNING: checkpoint {path} has no fingerprint (written before checkpoints carried one): its "
-            "observation layout and sources cannot be verified, and it holds no run state to resume exactly"
+            "observation layout and sources cannot be verified"
+            + ("" if "run_state" in state else ", and it holds no run state to resume exactly")
         )
         loaded_warnings.append(msg)
         log(msg)

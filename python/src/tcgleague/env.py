@@ -19,7 +19,7 @@ from pettingzoo import AECEnv
 
 from .engine import LAYOUT, Engine
 from .engine.cards import DEFAULT_CARDS, CardPool, deck_weights, load_card_pool
-from .layout import ACTION_WIDTH, COUNT, LEGAL, MAX_LEGAL, OBS_SIZE, PASS
+from .layout import ACTION_WIDTH, COUNT, DRAW, LEGAL, MAX_LEGAL, OBS_SIZE, PASS
 
 ACTION_TYPES = {v: k for k, v in LAYOUT["action_types"].items()}
 EPISODE_FIELDS = LAYOUT["episode_fields"]
@@ -131,7 +131,7 @@ def episode_info(record: np.ndarray, deck_names: list[str]) -> dict:
     n = len(EPISODE_FIELDS)
     info = dict(zip(EPISODE_FIELDS, values[:n]))
     info.update(zip(_COUNT_KEYS, values[n:]))
-    info["draw"] = int(info["winner"] == 2)
+    info["draw"] = int(info["winner"] == DRAW)
     info["deck0_name"] = deck_names[info["deck0"]]
     info["deck1_name"] = deck_names[info["deck1"]]
     passes = values[n + PASS] + values[n + len(ACTION_TYPES) + PASS]

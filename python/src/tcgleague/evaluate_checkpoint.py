@@ -7,6 +7,7 @@ The checkpoint is loaded through checkpoint.load_checkpoint, the very function r
 it is accepted or refused exactly as `train.py --resume-checkpoint` would (same messages). The
 sampler is set to the checkpoint's annealed values (its primary temperature, and the
 subaction temperature and smoothing at its step), unless --argmax or --temperature T is given.
+Games are played at the checkpoint's own [env] turn_cap, as its training evaluation was.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from rich.table import Table
 
 from .bots import BOTS
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from .layout import DEFAULT_TURN_CAP
 from .match import bot_side, play_match, policy_side
 from .policy.tcg_sampler import TCGSampler
 
@@ -63,8 +65,9 @@ def evaluate_loaded(
         other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log)
         opp = policy_side(other.policy.eval(), checkpoint_sampler(other), seed + 1, name=str(other.path))
         opp_info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
+    turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", DEFAULT_TURN_CAP)
     start = time.perf_counter()
-    report = play_match(learner, opp, episodes, seed, parallel=parallel)
+    report = play_match(learner, opp, episodes, seed, parallel=parallel, turn_cap=turn_cap)
     out = report.summary()
     out.update(opp_info)
     out.update(
@@ -72,6 +75,7 @@ def evaluate_loaded(
         global_step=loaded.global_step,
         epoch=int(loaded.state["epoch"]),
         seed=seed,
+        turn_cap=turn_cap,
         argmax=argmax,
         sampling_params=sampler.get_sampling_params(),
         warnings=list(loaded.warnings),

@@ -33,6 +33,7 @@ SOURCE_PATTERNS = (
     "engine/cards.json",
     "policy/tcg_policy.py",
     "recurrent.py",
+    "actors.py",
     "layout.py",
     "policy/tcg_sampler.py",
     "trainer.py",

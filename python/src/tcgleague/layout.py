@@ -1,5 +1,6 @@
-"""Where things sit in an observation row and an action tuple: the one home of the slices every
-reader of the legal action list uses (policy, sampler, PPO loss, bots, actors).
+"""Where things sit in an observation row and an action tuple, and the engine's few codes the
+Python side reads: the one home of the slices every reader of the legal action list uses (PPO
+loss, bots, actors, the frozen pool, the env adapters).
 
 All offsets come from the engine's exported `LAYOUT`, so a layout change in C moves them here
 and nowhere else."""
@@ -17,6 +18,9 @@ MAX_LEGAL: int = LAYOUT["max_legal"]
 LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_count_offset"])  # the legal tuples, flattened
 COUNT: int = LAYOUT["legal_count_offset"]  # how many of those tuples are valid
 PASS: int = LAYOUT["action_types"]["pass"]  # the action type that ends a turn / declines a response
+DRAW = 2  # an episode record's `winner` when nobody won (the engine's code)
+DEFAULT_TURN_CAP: int = LAYOUT["default_turn_cap"]
+HEAD_SIZES = (LAYOUT["n_action_types"], LAYOUT["n_a"], LAYOUT["n_b"], LAYOUT["n_c"])  # the four action stages
 
 
 def legal_from_obs(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

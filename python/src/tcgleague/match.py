@@ -27,14 +27,12 @@ import torch
 
 from .actors import Actor, PolicyActor
 from .bots import BOTS, make_bot, random_actions
-from .engine import LAYOUT
 from .env import TCGEnv
-from .layout import ACTION_WIDTH, PASS
+from .layout import ACTION_WIDTH, DEFAULT_TURN_CAP, DRAW, PASS
 from .policy.tcg_policy import TCGPolicy
 from .policy.tcg_sampler import TCGSampler
 from .scoring import Tally, winrate
 
-DRAW = 2  # the episode record's `winner` when nobody won
 Side = Callable[[TCGEnv], Actor]
 
 
@@ -196,9 +194,8 @@ def play_match(
     episodes: int,
     seed: int,
     parallel: int = 256,
-    turn_cap: int = LAYOUT["default_turn_cap"],
+    turn_cap: int = DEFAULT_TURN_CAP,
     decks: tuple[int, int] | None = None,
-    opponent_name: str = "opponent",
 ) -> MatchReport:
     """Plays `episodes` games (rounded up to whole deals of two) of `learner` vs `opponent` in
     the duplicate format, `parallel` games at a time; the report is from the learner's side.
@@ -214,7 +211,7 @@ def play_match(
     filler = np.random.default_rng(seed + 2)  # idle slots (schedule exhausted) play random moves
     slot_game = np.full(env.num_games, -1, dtype=np.int64)
     learner_seat = np.zeros(env.num_games, dtype=np.int64)
-    report = MatchReport(getattr(their_actor, "name", opponent_name))
+    report = MatchReport(getattr(their_actor, "name", "opponent"))
     next_index = 0
 
     def assign(slot: int) -> None:

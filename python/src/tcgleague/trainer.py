@@ -24,7 +24,7 @@ from .actors import PolicyActor
 from .anneal import anneal_values, anneals_from_config
 from .bots import BOTS
 from .config import Config
-from .layout import OBS_SIZE, PASS
+from .layout import ACTION_WIDTH, DRAW, OBS_SIZE, PASS
 from .logger import Dashboard, RunLogger
 from .match import bot_side, play_match, policy_side
 from .opponent_side import OpponentSide
@@ -52,7 +52,7 @@ def summarize_episodes(infos: list[dict]) -> dict:
         return {}
     winners = np.array([e["winner"] for e in infos])
     first = np.array([e["first_player"] for e in infos])
-    decided = winners != 2
+    decided = winners != DRAW
     return {
         "environment/episodes": float(len(infos)),
         "environment/episode_decisions": float(np.mean([e["decisions"] for e in infos])),
@@ -105,7 +105,7 @@ class Trainer:
         self.generator = torch.Generator().manual_seed(cfg.base.seed)  # rollout sampling and minibatch order
         self.learner = PolicyActor(policy, sampler, env.num_agents, self.generator, name="learner")
         self.episode_start = np.ones(env.num_agents, dtype=bool)
-        self.actions = np.zeros((env.num_agents, 4), dtype=np.int32)
+        self.actions = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
         self.global_step = 0
         self.epoch = 0
         self.obs: np.ndarray | None = None  # None until the first rollout resets the env
@@ -175,10 +175,14 @@ class Trainer:
         """GAE over the collected epoch, then the clipped-PPO minibatch updates and one LR step."""
         t = self.cfg.train
         batch = self.buffer.pack(t.gamma, t.gae_lambda)
-        coefs = torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef])
-        metrics = self.updater.update(batch, params, coefs, self.generator)
+        metrics = self.updater.update(batch, params, self.loss_coefs(), self.generator)
         self.scheduler.step()
         return metrics
+
+    def loss_coefs(self) -> torch.Tensor:
+        """(clip, vf_coef, vf_clip, ent_coef) as the tensor the loss takes (annealing never recompiles)."""
+        t = self.cfg.train
+        return torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef])
 
     def train_epoch(self) -> dict:
         """Anneals, collect, update, the opponent side's epoch end; returns the epoch's metrics."""
@@ -191,7 +195,9 @@ class Trainer:
         metrics.update(self.update(params))
         update_s = time.perf_counter() - update_start
         self.epoch += 1
+        opponents_start = time.perf_counter()
         self.opponents.end_epoch(self.epoch, self.global_step, self.policy, self.sampler)
+        opponents_s = time.perf_counter() - opponents_start  # league: candidate matches, pool refresh
         metrics.update(self.opponents.metrics())
         for hook in list(self.epoch_hooks):
             metrics.update(hook(metrics))
@@ -204,6 +210,7 @@ class Trainer:
                 "perf/epoch_seconds": elapsed,
                 "perf/rollout_seconds": rollout_s,
                 "perf/update_seconds": update_s,
+                "perf/opponents_seconds": opponents_s,
             }
         )
         self.last_metrics = metrics

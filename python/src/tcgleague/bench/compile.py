@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> dict:
     params = trainer.sampler.params_tensor()
     trainer.collect(params)
     batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
-    coefs = torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, trainer.ent_coef])
+    coefs = trainer.loss_coefs()
     base = dict(
         minibatch_segments=t.minibatch_size // t.bptt_horizon,
         update_epochs=1,

@@ -47,8 +47,9 @@ def run(args: argparse.Namespace) -> dict:
         epoch_s.append(time.perf_counter() - start)
     epoch = sum(epoch_s) / len(epoch_s)
     rollout = rollout_compute_seconds(trainer, t.batch_size // trainer.env.num_games)
+    batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
     start = time.perf_counter()
-    trainer.update(trainer.sampler.params_tensor())
+    trainer.updater.update(batch, trainer.sampler.params_tensor(), trainer.loss_coefs(), trainer.generator)
     update = time.perf_counter() - start
     figures = {
         "sps": t.batch_size / epoch,

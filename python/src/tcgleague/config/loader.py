@@ -2,8 +2,8 @@
 overrides.
 
 Sections: [base] [env] [vec] [policy] [train] [league] [wandb]. Each section is a dataclass
-below; a key is one annotated field with its default, so adding a key is a one-line change
-(add a validation line in `_validate` if it has constraints).
+in config/sections.py; a key is one annotated field with its default, so adding a key is a
+one-line change (add a check in config/validate.py if it has constraints).
 
     cfg = load_config("configs/smoke.ini", ["--train.learning-rate", "1e-3",
                                             "--train.compile=False"])

@@ -24,14 +24,13 @@ import torch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from ..engine import LAYOUT
-from ..layout import ACTION_WIDTH, legal_from_obs
-from ..policy.tcg_policy import TCGPolicy
+from ..layout import ACTION_WIDTH, HEAD_SIZES, legal_from_obs
+from ..policy.tcg_policy import TCGPolicy, freeze
 from ..policy.tcg_sampler import TCGSampler
 from ..recurrent import RowState
 
 MIN_BUCKET = 8
-UNIFORM_WIDTH = max(LAYOUT["n_action_types"], LAYOUT["n_a"], LAYOUT["n_b"], LAYOUT["n_c"])  # draws per stage
+UNIFORM_WIDTH = max(HEAD_SIZES)  # uniform draws per sampling stage
 
 
 def bucket_size(n: int, max_batch: int) -> int:
@@ -97,7 +96,7 @@ class FrozenPool:
                     f"frozen member {member_id!r} has policy config {policy.config}, unlike "
                     f"{first_id!r} ({first.policy.config}); pool members must share one architecture"
                 )
-        frozen = copy.deepcopy(policy).to(self.device).eval().requires_grad_(False)
+        frozen = freeze(copy.deepcopy(policy).to(self.device))
         self.members[member_id] = _MemberStep(frozen)
         self.sampling[member_id] = TCGSampler.from_params(sampling_params).params_tensor(self.device)
         if self.state is None:

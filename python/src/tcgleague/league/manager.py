@@ -63,7 +63,7 @@ class LeagueManager:
     """Pool, evaluation, ratings, payoff and promotion for one run.
 
     mgr = LeagueManager(cfg.league, run_dir / "league", seed=cfg.base.seed)
-    mgr.load()                                   # on resume (falls back to the .bak)
+    mgr.load()                                   # reads league_state.json (or its .bak)
     mgr.ingest("e000010", state_dict, policy_config, step=..., epoch=10)
     decision = mgr.evaluate("e000010")           # plays, rates, decides, retains, saves
     """

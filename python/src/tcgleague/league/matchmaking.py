@@ -11,7 +11,7 @@ not earn. The learner seat is random per episode so it learns both seats against
 
 Draw per new episode (once the league is active): latest self with probability
 latest_ratio, a bot with bot_ratio (random and greedy equally likely), otherwise a frozen
-member chosen by prioritised fictitious self-play (PFSP, AlphaStar) on the learner's decayed
+member chosen by prioritised fictitious self-play (PFSP) on the learner's decayed
 win rate p against it. An empty pool or no bots falls back to self-play. Before
 activate_after_steps every game is self-play, so learner rows = all rows.
 """

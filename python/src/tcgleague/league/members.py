@@ -13,10 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import torch
-
 from ..checkpoint import load_checkpoint, save_policy
-from ..policy.tcg_policy import PolicyConfig, TCGPolicy, policy_from_state, strip_compile_prefix
+from ..policy.tcg_policy import PolicyConfig, TCGPolicy, freeze, policy_from_state, strip_compile_prefix
 
 
 @dataclass
@@ -134,10 +132,3 @@ class MemberStore:
         self.next_order = int(state["next_order"])
         self.retired = {k: dict(v) for k, v in state.get("retired", {}).items()}
         self._cache.clear()
-
-
-def freeze(policy: torch.nn.Module) -> torch.nn.Module:
-    """Eval mode, no parameter gradients: a frozen member never trains."""
-    policy.eval()
-    policy.requires_grad_(False)
-    return policy

@@ -5,6 +5,7 @@ refreshes the pool and the PFSP weights."""
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -128,6 +129,9 @@ class LeagueOpponents:
             self.manager.save()
         if candidate:
             member_id = f"e{epoch:06d}"
+            taken = set(self.manager.pool_ids()) | set(self.manager.store.retired)
+            if member_id in taken:  # a weights-only resume restarts the epoch count: keep ids unique
+                member_id = next(f"{member_id}r{k}" for k in itertools.count(1) if f"{member_id}r{k}" not in taken)
             module = unwrap(policy)
             self.manager.ingest(
                 member_id,

@@ -313,6 +313,13 @@ def strip_compile_prefix(state_dict: dict) -> dict:
     return {k.replace(COMPILE_PREFIX, ""): v for k, v in state_dict.items()}
 
 
+def freeze(policy: nn.Module) -> nn.Module:
+    """Eval mode, no parameter gradients: a frozen league member or opponent never trains."""
+    policy.eval()
+    policy.requires_grad_(False)
+    return policy
+
+
 def build_policy(config: PolicyConfig, seed: int = 0) -> TCGPolicy:
     """A TCGPolicy initialised from `seed` without touching the global torch RNG (building a
     policy, e.g. loading a league member, must not move anybody else's random stream)."""
