@@ -12,8 +12,8 @@ setup(
             "tcgleague.engine._tcg",
             sources=[str(ENGINE / s) for s in SOURCES],
             include_dirs=[str(ENGINE)],
-            extra_link_args=["-flto", "-O3"],
-            extra_compile_args=["-O3", "-std=c11", "-fvisibility=hidden", "-flto", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+            extra_link_args=["-flto", "-O3", "-fopenmp"],
+            extra_compile_args=["-O3", "-std=c11", "-fopenmp", "-fvisibility=hidden", "-flto", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         )
     ]
 )

@@ -97,6 +97,7 @@ def build_sanitized(tmp_path: Path) -> Path:
         "-O1",
         "-g",
         "-std=c11",
+        "-fopenmp",
         "-fsanitize=address,undefined",
         "-fno-sanitize-recover=undefined",
         "-fno-omit-frame-pointer",

@@ -28,6 +28,7 @@ def env_kwargs(cfg: Config) -> dict:
         turn_cap=cfg.env.turn_cap,
         reward_shaping=cfg.env.reward_shaping,
         deck_pool=cfg.env.deck_pool or None,
+        num_threads=cfg.env.num_threads,
     )
 
 

@@ -50,11 +50,14 @@ class TCGEnv(pufferlib.PufferEnv):
         card_file: str | Path = DEFAULT_CARDS,
         buf=None,
         log_episodes: bool = True,
+        num_threads: int = 1,
     ):
         if num_games < 1:
             raise ValueError(f"num_games must be >= 1, got {num_games}")
         if turn_cap < 1:
             raise ValueError(f"turn_cap must be >= 1 (turns per player), got {turn_cap}")
+        if num_threads < 1:
+            raise ValueError(f"num_threads must be >= 1, got {num_threads}")
         self.num_games = num_games
         self.num_agents = 2 * num_games
         self.single_observation_space = observation_space()
@@ -80,6 +83,7 @@ class TCGEnv(pufferlib.PufferEnv):
             masks=self.masks,
             turn_cap=turn_cap,
             shaping_coef=float(reward_shaping),
+            num_threads=int(num_threads),  # step() splits the games over threads; results do not depend on it
         )
 
     def reset(self, seed: int | None = None):

@@ -25,14 +25,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--health-games", type=int, default=4000, help="random-legal games for the health figures")
     p.add_argument("--matrix-games", type=int, default=600, help="greedy games per deck pair")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", default="1", help="engine thread counts to time, comma-separated (e.g. 1,2,4)")
 
 
-def measure_speed(games: int, seconds: float, seed: int) -> float:
+def measure_speed(games: int, seconds: float, seed: int, threads: int = 1) -> float:
     """Random-legal decisions per second through the vectorized step, observation writes
     included; the batched bot acts for the deciding row of every game (masks). This is a timing
     loop over raw env steps (games restart themselves, nothing is scored), not a match: matches
     are match.play_match's."""
-    env = TCGEnv(num_games=games, seed=seed)
+    env = TCGEnv(num_games=games, seed=seed, num_threads=threads)
     obs, _ = env.reset()
     rng = np.random.default_rng(seed)
     actions = np.zeros((env.num_agents, 4), dtype=np.int32)
@@ -83,13 +84,28 @@ def deck_matrix(n_games: int, seed: int) -> tuple[list[str], np.ndarray]:
     return names, rates
 
 
+def thread_counts(text: str) -> list[int]:
+    try:
+        counts = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise SystemExit(
+            f"bench engine: --threads takes thread counts >= 1, comma-separated (e.g. 1,2,4), got {text!r}"
+        )
+    return counts
+
+
 def run(args: argparse.Namespace) -> dict:
-    dps = measure_speed(args.games, args.seconds, args.seed)
+    counts = thread_counts(args.threads)
+    by_threads = {str(n): measure_speed(args.games, args.seconds, args.seed, n) for n in counts}
+    dps = by_threads[str(counts[0])]
     health = random_health(args.health_games, args.seed)
     names, rates = deck_matrix(args.matrix_games, args.seed)
     off_diag = rates[~np.eye(len(names), dtype=bool)]
     figures = {
         "decisions_per_sec": dps,
+        "decisions_per_sec_by_threads": by_threads,
         "games_per_call": args.games,
         **health,
         "deck_matrix": {
@@ -102,7 +118,14 @@ def run(args: argparse.Namespace) -> dict:
     print_table(
         "Emberfront engine",
         [
-            ("decisions/s (1 core, random-legal)", f"{dps:,.0f}", ">= 500,000"),
+            *[
+                (
+                    f"decisions/s ({n} engine thread{'s' * (n > 1)}, random-legal)",
+                    f"{v:,.0f}",
+                    ">= 500,000" if n == 1 else f"{v / by_threads[str(counts[0])]:.2f}x {counts[0]} thread(s)",
+                )
+                for n, v in zip(counts, by_threads.values(), strict=True)
+            ],
             ("natural end rate", f"{health['natural_end_rate']:.3f}", ">= 0.95"),
             ("median decisions / game", f"{health['median_decisions']:.0f}", "40-200"),
             ("first-player win rate (random)", f"{health['first_player_winrate']:.3f}", "0.40-0.60"),

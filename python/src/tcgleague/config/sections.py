@@ -34,6 +34,7 @@ class EnvSection:
     turn_cap: int = 30
     reward_shaping: float = 0.0
     deck_pool: str = ""  # "" = uniform starter decks; else a JSON path
+    num_threads: int = 1  # engine threads per step (results identical for any value)
 
 
 @dataclass

@@ -53,6 +53,7 @@ def validate(cfg: Config) -> None:
     # [env]
     check(e.num_games >= 1, "env", "num_games", "must be >= 1 (e.g. 1024)")
     check(e.turn_cap >= 1, "env", "turn_cap", "must be >= 1 (e.g. 30)")
+    check(e.num_threads >= 1, "env", "num_threads", "must be >= 1 (e.g. 1, or the cores you can spare)")
 
     # [vec]
     check(v.backend in VEC_BACKENDS, "vec", "backend", f"must be one of {', '.join(VEC_BACKENDS)}")

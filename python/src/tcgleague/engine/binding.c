@@ -40,20 +40,26 @@ static void engine_dealloc(EngineObject *self) {
     for (int i = 0; i < N_BUFS; i++) if (self->held & (1 << i)) PyBuffer_Release(&self->bufs[i]);
     free(self->env.games);
     free(self->env.chosen);
+    free(self->env.finished);
+    free(self->env.ended);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
     static char *kw[] = {"num_games", "n_cards", "n_decks", "cards", "decks", "deck_leaders", "deck_weights",
                          "card_names", "observations", "rewards", "terminals", "truncations", "masks",
-                         "turn_cap", "shaping_coef", NULL};
-    int num_games, n_cards, n_decks, turn_cap;
+                         "turn_cap", "shaping_coef", "num_threads", NULL};
+    int num_games, n_cards, n_decks, turn_cap, num_threads = 1;
     float shaping;
     PyObject *o[N_BUFS];
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiiOOOOOOOOOOif", kw, &num_games, &n_cards, &n_decks,
-            &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &turn_cap, &shaping))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiiOOOOOOOOOOif|i", kw, &num_games, &n_cards, &n_decks,
+            &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7], &o[8], &o[9], &turn_cap, &shaping, &num_threads))
         return -1;
     if (self->env.games) { PyErr_SetString(PyExc_RuntimeError, "Engine is already initialised"); return -1; }
+    if (num_threads < 1) {
+        PyErr_Format(PyExc_ValueError, "num_threads must be >= 1 (got %d)", num_threads);
+        return -1;
+    }
     if (num_games < 1 || n_cards < 1 || n_cards > MAX_CARDS || n_decks < 1 || turn_cap < 1) {
         PyErr_Format(PyExc_ValueError, "need num_games >= 1 (got %d), 1 <= n_cards <= %d (got %d), n_decks >= 1 (got %d), turn_cap >= 1 (got %d)",
                      num_games, MAX_CARDS, n_cards, n_decks, turn_cap);
@@ -67,7 +73,10 @@ static int engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
     Env *e = &self->env;
     e->games = calloc((size_t)num_games, sizeof(Game));
     e->chosen = calloc((size_t)num_games, sizeof(int16_t));
-    if (!e->games || !e->chosen) { PyErr_NoMemory(); return -1; }
+    e->finished = calloc((size_t)num_games, sizeof(EpisodeStat));
+    e->ended = calloc((size_t)num_games, 1);
+    if (!e->games || !e->chosen || !e->finished || !e->ended) { PyErr_NoMemory(); return -1; }
+    e->num_threads = num_threads;
     e->num_games = num_games;
     e->n_cards = n_cards;
     e->n_decks = n_decks;

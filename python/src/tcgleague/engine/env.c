@@ -55,8 +55,17 @@ static void finish_game(Env *env, Game *g, int game_index) {
         if (g->stat.truncated) env->truncations[row] = 1;
         else env->terminals[row] = 1;
     }
-    if (env->episode_log_count < EPISODE_LOG_CAP) env->episode_log[env->episode_log_count++] = g->stat;
-    else env->episode_log_dropped++;
+    env->finished[game_index] = g->stat;  /* logged after the (parallel) step, in game order */
+    env->ended[game_index] = 1;
+}
+
+/* Appends this step's finished games to the episode log in game order, whatever the threads did. */
+static void log_finished(Env *env) {
+    for (int i = 0; i < env->num_games; i++) {
+        if (!env->ended[i]) continue;
+        if (env->episode_log_count < EPISODE_LOG_CAP) env->episode_log[env->episode_log_count++] = env->finished[i];
+        else env->episode_log_dropped++;
+    }
 }
 
 static void clear_step_buffers(Env *env) {
@@ -98,7 +107,9 @@ int find_legal(const Game *g, const int32_t *action) {
 }
 
 /* Steps every game once with the active row's action. All actions are validated before any
- * game moves, so a refused step changes nothing. */
+ * game moves, so a refused step changes nothing. The games are split over num_threads threads:
+ * each game touches only its own state, random stream and rows, and finished games are logged
+ * afterwards in game order, so the result is identical for any thread count. */
 int c_step(Env *env, const int32_t *actions) {
     for (int i = 0; i < env->num_games; i++) {
         Game *g = &env->games[i];
@@ -111,6 +122,8 @@ int c_step(Env *env, const int32_t *actions) {
         }
     }
     clear_step_buffers(env);
+    memset(env->ended, 0, (size_t)env->num_games);
+#pragma omp parallel for schedule(static) num_threads(env->num_threads) if (env->num_threads > 1)
     for (int i = 0; i < env->num_games; i++) {
         Game *g = &env->games[i];
         int d = g->decider;
@@ -125,6 +138,7 @@ int c_step(Env *env, const int32_t *actions) {
             open_decision(env, g, i);
         }
     }
+    log_finished(env);
     return 0;
 }
 

@@ -165,6 +165,9 @@ typedef struct {
     uint8_t *terminals, *truncations, *masks;
     EpisodeStat episode_log[EPISODE_LOG_CAP];
     int episode_log_count, episode_log_dropped;
+    int num_threads;            /* c_step splits the games over this many OpenMP threads */
+    EpisodeStat *finished;      /* [num_games] c_step scratch: the stat of a game that just ended */
+    uint8_t *ended;             /* [num_games] c_step scratch: 1 where a game ended this step */
     int error_game, error_index; /* set when a step is refused */
 } Env;
 
