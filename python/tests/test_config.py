@@ -3,6 +3,7 @@ import typing
 from pathlib import Path
 
 import pytest
+import torch
 
 from tcgleague.config import (
     SECTIONS,
@@ -242,7 +243,10 @@ def test_anneal_order_validated():
 
 
 def test_valid_devices():
-    for dev in ("cpu", "cuda", "cuda:1"):
+    """cpu always; cuda and cuda:N only for devices torch can see here (else refused, see below)."""
+    usable = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
+    usable += [f"cuda:{k}" for k in range(torch.cuda.device_count() if torch.cuda.is_available() else 0)]
+    for dev in usable:
         assert load_config(None, [f"--base.device={dev}"]).base.device == dev
 
 
@@ -259,7 +263,7 @@ def test_ini_round_trip_and_from_dict(tmp_path):
 # invalid or cannot be derived (strings). A key missing here gets the automatic value.
 PROBE_VALUES = {
     ("base", "run_name"): "probe-run",
-    ("base", "device"): "cuda:1",
+    ("base", "device"): "cuda:0" if torch.cuda.is_available() else "cpu",  # only usable devices pass
     ("base", "experiments_dir"): "probe_experiments",
     ("env", "deck_pool"): "probe_decks.json",
     ("vec", "backend"): "serial",
@@ -316,7 +320,8 @@ def test_every_key_reaches_the_config_from_a_file_and_the_command_line(tmp_path,
     assert SECTIONS["train"] is TrainSection
     value = probe_value(section, key)
     default = Config()
-    if (section, key) != ("league", "rating"):
+    only_value = {("league", "rating"), *([] if torch.cuda.is_available() else [("base", "device")])}
+    if (section, key) not in only_value:  # keys with a single valid value here
         assert getattr(getattr(default, section), key) != value, "a probe value must differ from the default"
     expected = dataclasses.replace(default, **{section: dataclasses.replace(getattr(default, section), **{key: value})})
     ini = write_ini(tmp_path, f"[{section}]\n{key} = {as_text(value, 0)}\n")
@@ -335,8 +340,31 @@ def test_every_key_reaches_the_config_from_a_file_and_the_command_line(tmp_path,
         assert got == value, f"{where}: [{section}] {key} = {got!r}, expected {value!r}"
         assert cfg == expected, f"{where}: setting [{section}] {key} changed other keys"
     # the command line wins over the file
-    if (section, key) != ("league", "rating"):
+    if (section, key) not in only_value:
         default_value = getattr(getattr(default, section), key)
         if default_value is not None:
             cfg = load_config(ini, [f"--{section}.{dashed}={as_text(default_value, 0)}"])
             assert cfg == default
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_cuda_device_without_cuda_is_refused_at_start(tmp_path, capsys):
+    with pytest.raises(ConfigError, match=r"\[base\] device = 'cuda'.*valid here: cpu"):
+        load_config(None, ["--base.device", "cuda"])
+    with pytest.raises(ConfigError, match=r"\[base\] device = 'cuda:1'"):
+        load_config(None, ["--base.device", "cuda:1"])
+    from tcgleague import train as train_cli
+
+    rc = train_cli.main(
+        [
+            "--config",
+            str(CONFIGS / "smoke.ini"),
+            "--base.device",
+            "cuda",
+            "--base.experiments-dir",
+            str(tmp_path / "exp"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and "[base] device" in err and "Traceback" not in err
+    assert not (tmp_path / "exp").exists()  # refused before anything is created

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import torch
+
 from .sections import (
     ANNEALS,
     CHECKPOINT_UNITS,
@@ -32,6 +34,11 @@ def _nearest_divisor(n: int, near: int, multiple_of: int = 1) -> int | None:
     return best
 
 
+def cuda_devices() -> int:
+    """CUDA devices torch can use here (0 on a machine without CUDA, whatever nvcc says)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 def validate(cfg: Config) -> None:
     errors: list[str] = []
 
@@ -44,9 +51,16 @@ def validate(cfg: Config) -> None:
 
     # [base]
     check(bool(b.run_name.strip()), "base", "run_name", "must not be empty (e.g. emberfront)")
-    check(
-        bool(re.fullmatch(r"cpu|cuda|cuda:\d+", b.device)), "base", "device", "must be cpu, cuda or cuda:N (e.g. cpu)"
-    )
+    device_ok = bool(re.fullmatch(r"cpu|cuda|cuda:\d+", b.device))
+    check(device_ok, "base", "device", "must be cpu, cuda or cuda:N (e.g. cpu)")
+    if device_ok and b.device != "cpu":
+        check(
+            cuda_devices() > int(b.device.partition(":")[2] or 0),
+            "base",
+            "device",
+            f"this machine has {cuda_devices()} CUDA device(s) visible to torch {torch.__version__}; valid here: "
+            + ", ".join(["cpu", *(f"cuda:{k}" for k in range(cuda_devices()))]),
+        )
     check(b.torch_threads >= 0, "base", "torch_threads", "must be >= 0 (0 = torch default)")
     check(bool(b.experiments_dir.strip()), "base", "experiments_dir", "must not be empty (e.g. experiments)")
 
