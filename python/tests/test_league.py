@@ -456,12 +456,12 @@ def test_member_files_are_checkpoints_and_inference_is_batched_padded_and_gradie
     actions = np.zeros((env.num_agents, 4), dtype=np.int32)
     actions[rows] = out["m"]
     env.step(actions)  # frozen actions are legal
-    # the Actor interface: rows assigned per member, one stacked forward for all of them
+    # the Actor interface: the owner says who plays each row, one stacked forward for all of them
     shapes.clear()
     obs = env.observations
     rows = np.flatnonzero(env.masks)
-    pool.assign(rows[0::2], "m")
-    pool.assign(rows[1::2], "n")
+    who = {int(r): "m" if k % 2 == 0 else "n" for k, r in enumerate(rows)}
+    pool.member_of = lambda asked: np.array([who[int(r)] for r in asked], dtype=object)
     assert pool.act(obs, rows).shape == (len(rows), 4) and shapes == [(2, 16)]
     with pytest.raises(ValueError, match="share one architecture"):
         pool.add("wide", TCGPolicy(PolicyConfig(n_cards=env.pool.n_cards, hidden_size=16)))
@@ -799,7 +799,8 @@ def test_real_match_player_and_end_epoch(tmp_path):
     other.load_state_dict(state, exact=True, log=quiet)
     assert other.matchmaker.opponent_ids() == league.matchmaker.opponent_ids()
     assert np.array_equal(other.matchmaker.learner_mask, league.matchmaker.learner_mask)
-    assert list(other.pool.row_member) == list(league.pool.row_member)
+    every_row = np.arange(2 * env.num_games)
+    assert list(other.opponent_of_rows(every_row)) == list(league.opponent_of_rows(every_row))
 
 
 def test_resume_continues_running_frozen_games_exactly(tmp_path):

@@ -31,7 +31,7 @@ from .env import TCGEnv
 from .layout import ACTION_WIDTH, DEFAULT_TURN_CAP, DRAW, PASS
 from .policy.tcg_policy import TCGPolicy
 from .policy.tcg_sampler import TCGSampler
-from .scoring import Tally, winrate
+from .scoring import Tally
 
 Side = Callable[[TCGEnv], Actor]
 
@@ -138,8 +138,7 @@ class MatchReport:
     @property
     def winrate(self) -> float:
         """scoring.winrate: draws count as half a win."""
-        t = self.tally
-        return winrate(t.wins, t.losses, t.draws)
+        return self.tally.winrate
 
     @property
     def wilson(self) -> tuple[float, float]:
@@ -165,14 +164,15 @@ class MatchReport:
         return {k: _table_row(v) for k, v in sorted(groups.items())}
 
     def summary(self) -> dict:
-        low, high = self.wilson
+        t = self.tally  # counted once (each property below would count the records again)
+        low, high = t.wilson()
         return {
             "opponent": self.opponent,
-            "episodes": self.games,
-            "wins": self.wins,
-            "losses": self.losses,
-            "draws": self.draws,
-            "winrate": self.winrate,
+            "episodes": t.games,
+            "wins": t.wins,
+            "losses": t.losses,
+            "draws": t.draws,
+            "winrate": t.winrate,
             "wilson_low": low,
             "wilson_high": high,
             "mean_length": self.mean_length,

@@ -9,7 +9,8 @@ masked sampler) is vmapped over them. Per-call overhead dominates at these sizes
 with more rows than `max_batch` takes several rounds. Padding rows carry a zero observation,
 whose legal count is 0, so the sampler returns zeros for them (no NaN).
 
-Which member plays a row is set per episode by `assign(rows, member_id)`. Recurrent state is
+Which member plays a row is the owner's to say: `member_of(rows) -> member ids` (the league's
+matchmaker, which draws it per episode), so the pool keeps no copy of it. Recurrent state is
 one per-row pair shared by all members: a row plays one member for a whole episode and is reset
 by row index when its game ends, so a row that switches member always starts from zeros. The
 sampler's uniforms are drawn from the pool's own generator in ascending row order, so the draws
@@ -18,6 +19,7 @@ do not depend on member order (and a resume stays exact)."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -60,22 +62,28 @@ class _MemberStep(nn.Module):
 
 
 class FrozenPool:
-    """Actor over the rows assigned to frozen members.
+    """Actor over the rows the frozen members play.
 
-    pool = FrozenPool(num_rows=env.num_agents, max_batch=cfg.league.opponent_batch)
+    pool = FrozenPool(env.num_agents, cfg.league.opponent_batch, member_of=who_plays_rows)
     pool.add("e000010", policy, sampling_params)
-    pool.assign(rows, "e000010")          # at an episode start
     actions[rows] = pool.act(obs, rows)   # one stacked forward for every member
     pool.reset_rows(done_rows)            # at episode ends (row ids)
     """
 
-    def __init__(self, num_rows: int, max_batch: int = 256, device="cpu", seed: int = 0):
+    def __init__(
+        self,
+        num_rows: int,
+        max_batch: int = 256,
+        device="cpu",
+        seed: int = 0,
+        member_of: Callable[[np.ndarray], np.ndarray] | None = None,
+    ):
         self.num_rows, self.max_batch = int(num_rows), int(max_batch)
         self.device = torch.device(device)
         self.generator = torch.Generator(device=self.device).manual_seed(int(seed))
         self.members: dict[str, _MemberStep] = {}
         self.sampling: dict[str, torch.Tensor] = {}  # member -> (primary T, subaction T, eps)
-        self.row_member = np.full(self.num_rows, None, dtype=object)
+        self.member_of = member_of  # env rows -> the member id playing each (used by `act`)
         self.state: RowState | None = None  # [num_rows, hidden], made by the first add
         self._stack = None  # stacked weights, rebuilt on add/remove
         self.forwards = 0  # stacked forwards run (one per step and round)
@@ -108,13 +116,9 @@ class FrozenPool:
             self.sampling.pop(member_id)
             self._stack = None
 
-    def assign(self, rows: np.ndarray, member_id: str | None) -> None:
-        """`member_id` plays env rows `rows` from now on (None: nobody)."""
-        self.row_member[rows] = member_id
-
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Actions int32 [len(rows), 4] for `rows` (each assigned to a loaded member)."""
-        members = self.row_member[rows]
+        """Actions int32 [len(rows), 4] for `rows` (each played by a loaded member, per `member_of`)."""
+        members = np.asarray(self.member_of(rows))
         by_member = {m: rows[members == m] for m in dict.fromkeys(members.tolist())}
         out = np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
         for m, acts in self.act_members(obs, by_member).items():

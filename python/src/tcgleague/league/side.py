@@ -45,7 +45,9 @@ class LeagueOpponents:
         if engine_env is not None:
             self.bots[GREEDY] = GreedyBot(engine_env)
         self.matchmaker = Matchmaker(num_games, cfg, seed=seed, bots=tuple(self.bots))
-        self.pool = FrozenPool(2 * num_games, cfg.opponent_batch, device, seed=seed + 1)
+        self.pool = FrozenPool(
+            2 * num_games, cfg.opponent_batch, device, seed=seed + 1, member_of=self.opponent_of_rows
+        )
         self.global_step = 0
         self.sync_pool()
 
@@ -54,7 +56,6 @@ class LeagueOpponents:
         self.global_step = global_step
         self.pool.reset_all()
         self.matchmaker.reset(global_step)
-        self._assign(np.arange(self.matchmaker.num_games))
 
     def split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         mine = self.matchmaker.learner_mask[rows]
@@ -65,7 +66,7 @@ class LeagueOpponents:
         out = np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
         if len(rows) == 0:
             return out
-        who = self.pool.row_member[rows]
+        who = self.opponent_of_rows(rows)
         frozen = np.ones(len(rows), dtype=bool)
         for name, bot in self.bots.items():
             sel = who == name
@@ -95,14 +96,11 @@ class LeagueOpponents:
             self.manager.record_game(LEARNER, who, win=r > 0.5, loss=r < -0.5)
         self.pool.reset_rows(np.concatenate([2 * done, 2 * done + 1]))
         mm.on_episode_end(done, global_step)
-        self._assign(done)
         return mask
 
-    def _assign(self, games: np.ndarray) -> None:
-        """Tells the frozen pool who plays the rows of `games` (after a draw)."""
-        who = self.matchmaker.opponent_of_games(games)
-        self.pool.assign(2 * games, who)
-        self.pool.assign(2 * games + 1, who)
+    def opponent_of_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Who plays env rows `rows` this episode: the matchmaker's draw for their games."""
+        return self.matchmaker.opponent_of_games(np.asarray(rows) // 2)
 
     # ---- per epoch -------------------------------------------------------------------------
     def sync_pool(self) -> None:
@@ -194,4 +192,3 @@ class LeagueOpponents:
                     f"continue as self-play"
                 )
         self.pool.load_state_dict({"generator": running["opponents_generator"], "rows": running["opponent_state"]})
-        self._assign(np.arange(mm.num_games))
