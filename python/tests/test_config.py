@@ -29,10 +29,10 @@ def test_defaults_load():
     cfg = load_config(None, [])
     assert isinstance(cfg, Config)
     assert cfg.train.batch_size == 16384 and cfg.train.minibatch_size == 2048
-    assert cfg.train.compile is False and cfg.train.norm_adv is True
+    assert cfg.train.compile == "auto" and cfg.train.norm_adv is True and cfg.train.precision == "fp32"
     assert cfg.train.compile_mode == "reduce-overhead"
     assert cfg.policy.subaction_temperature_anneal_start_step is None
-    assert cfg.base.device == "cpu" and cfg.vec.backend == "native"
+    assert cfg.base.device == "auto" and cfg.vec.backend == "native"
     assert cfg.league.enable is False and cfg.wandb.mode == "auto"
     d = cfg.to_dict()
     assert set(d) == set(SECTIONS) == {"base", "env", "vec", "policy", "train", "league", "wandb"}
@@ -134,29 +134,39 @@ def test_suggested_minibatch_is_valid():
 @pytest.mark.parametrize(
     "tokens, expected",
     [
-        (["--train.compile", "False"], False),
-        (["--train.compile", "True"], True),
-        (["--train.compile", "0"], False),
-        (["--train.compile", "yes"], True),
-        (["--train.compile=OFF"], False),
-        (["--train.compile=on"], True),
-        (["--train.compile"], True),  # bare flag
-        (["--train.compile", "--train.dashboard", "false"], True),
+        (["--train.compile", "False"], "false"),
+        (["--train.compile", "True"], "true"),
+        (["--train.compile", "0"], "false"),
+        (["--train.compile", "yes"], "true"),
+        (["--train.compile=OFF"], "false"),
+        (["--train.compile=on"], "true"),
+        (["--train.compile=Auto"], "auto"),
+        (["--train.compile"], "true"),  # bare flag
+        (["--train.compile", "--train.dashboard", "false"], "true"),
     ],
 )
-def test_bool_overrides(tokens, expected):
-    assert load_config(None, tokens).train.compile is expected
+def test_switch_overrides(tokens, expected):
+    """`[train] compile` is a boolean that also takes auto: any boolean spelling is normalised."""
+    assert load_config(None, tokens).train.compile == expected
 
 
 def test_bool_in_file(tmp_path):
     p = write_ini(tmp_path, "[train]\ncompile = No\ndashboard = FALSE\nnorm_adv = 1\n")
     cfg = load_config(p, [])
-    assert cfg.train.compile is False and cfg.train.dashboard is False and cfg.train.norm_adv is True
+    assert cfg.train.compile == "false" and cfg.train.dashboard is False and cfg.train.norm_adv is True
+
+
+def test_an_older_checkpoints_boolean_compile_still_loads():
+    data = Config().to_dict()
+    data["train"]["compile"] = False  # what checkpoints wrote before compile took auto
+    assert config_from_dict(data).train.compile == "false"
 
 
 def test_bad_bool_errors():
-    with pytest.raises(ConfigError, match=r"\[train\] compile.*boolean"):
+    with pytest.raises(ConfigError, match=r"\[train\] compile = 'maybe'.*auto, true, false"):
         load_config(None, ["--train.compile", "maybe"])
+    with pytest.raises(ConfigError, match=r"\[train\] dashboard.*boolean"):
+        load_config(None, ["--train.dashboard", "maybe"])
 
 
 def test_bare_section_enables():
@@ -243,8 +253,8 @@ def test_anneal_order_validated():
 
 
 def test_valid_devices():
-    """cpu always; cuda and cuda:N only for devices torch can see here (else refused, see below)."""
-    usable = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
+    """auto and cpu always; cuda and cuda:N only for devices torch can see here (else refused, see below)."""
+    usable = ["auto", "cpu", *(["cuda"] if torch.cuda.is_available() else [])]
     usable += [f"cuda:{k}" for k in range(torch.cuda.device_count() if torch.cuda.is_available() else 0)]
     for dev in usable:
         assert load_config(None, [f"--base.device={dev}"]).base.device == dev
@@ -264,6 +274,8 @@ def test_ini_round_trip_and_from_dict(tmp_path):
 PROBE_VALUES = {
     ("base", "run_name"): "probe-run",
     ("base", "device"): "cuda:0" if torch.cuda.is_available() else "cpu",  # only usable devices pass
+    ("train", "compile"): "true",
+    ("train", "precision"): "bf16",
     ("base", "experiments_dir"): "probe_experiments",
     ("env", "deck_pool"): "probe_decks.json",
     ("vec", "backend"): "serial",
@@ -320,7 +332,7 @@ def test_every_key_reaches_the_config_from_a_file_and_the_command_line(tmp_path,
     assert SECTIONS["train"] is TrainSection
     value = probe_value(section, key)
     default = Config()
-    only_value = {("league", "rating"), *([] if torch.cuda.is_available() else [("base", "device")])}
+    only_value = {("league", "rating")}
     if (section, key) not in only_value:  # keys with a single valid value here
         assert getattr(getattr(default, section), key) != value, "a probe value must differ from the default"
     expected = dataclasses.replace(default, **{section: dataclasses.replace(getattr(default, section), **{key: value})})
@@ -349,7 +361,7 @@ def test_every_key_reaches_the_config_from_a_file_and_the_command_line(tmp_path,
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
 def test_cuda_device_without_cuda_is_refused_at_start(tmp_path, capsys):
-    with pytest.raises(ConfigError, match=r"\[base\] device = 'cuda'.*valid here: cpu"):
+    with pytest.raises(ConfigError, match=r"\[base\] device = 'cuda'.*valid here: auto, cpu"):
         load_config(None, ["--base.device", "cuda"])
     with pytest.raises(ConfigError, match=r"\[base\] device = 'cuda:1'"):
         load_config(None, ["--base.device", "cuda:1"])

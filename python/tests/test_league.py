@@ -22,7 +22,7 @@ from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.env import TCGEnv
 from tcgleague.layout import legal_from_obs
 from tcgleague.league import LeagueManager, LeagueOpponents
-from tcgleague.league.frozen_pool import UNIFORM_WIDTH, FrozenPool, bucket_size
+from tcgleague.league.frozen_pool import FrozenPool, bucket_size
 from tcgleague.league.manager import STATE_FILE, MemberMatches
 from tcgleague.league.matchmaking import LEARNER, SELF, Matchmaker, pfsp_weights
 from tcgleague.league.members import MemberStore
@@ -30,7 +30,7 @@ from tcgleague.league.promotion import decide, retain_ids
 from tcgleague.league.ratings import Payoff, interleave
 from tcgleague.match import bot_side, play_match
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
-from tcgleague.policy.tcg_sampler import TCGSampler
+from tcgleague.policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.scoring import Tally
 from tcgleague.train import checkpoint_writer

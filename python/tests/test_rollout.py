@@ -18,17 +18,18 @@ def make_buffer(capacity: int, horizon: int, num_rows: int = 4) -> RolloutBuffer
 
 
 def add(buf: RolloutBuffer, rows, values, starts=None) -> None:
+    """Stores one decision per row the way the trainer does: slots on the host, data by slot."""
     n = len(rows)
     z = torch.zeros
-    buf.add(
-        np.array(rows),
+    slots = buf.reserve(np.array(rows), np.zeros(n, dtype=bool) if starts is None else np.array(starts))
+    buf.store(
+        torch.from_numpy(slots),
         z(n, 3),
         z(n, 4, dtype=torch.long),
         z(n),
         torch.tensor(values, dtype=torch.float32),
         z(n, 2),
         z(n, 2),
-        np.zeros(n, dtype=bool) if starts is None else np.array(starts),
     )
 
 
@@ -51,7 +52,7 @@ def test_rewards_are_credited_to_the_previous_decision():
     add(buf, [2], [0.3])
     assert buf.reward[:4].tolist() == [0.25, -1.0, 1.0, 0.0]
     assert buf.has_next[:4].tolist() == [True, False, False, False]
-    assert buf.next_value[0] == pytest.approx(0.7)
+    assert buf.next_index[0] == 2, "row 0's first step bootstraps from its next stored step"
     batch = buf.pack(gamma=0.9, lam=0.5)
     # packed by row: row 0 (two steps), row 2, row 3
     assert batch.rows.reshape(-1).tolist() == [0, 0, 2, 3]

@@ -76,7 +76,7 @@ def test_only_deciding_rows_are_stored():
     stored = buf.rows.reshape(len(seen_masks), trainer.env.num_games)
     for masks, rows in zip(seen_masks, stored):
         assert set(rows.tolist()) == set(np.flatnonzero(masks).tolist())
-    obs = buf.obs.numpy()
+    obs = buf.obs[: buf.capacity].numpy()
     assert (obs[:, COUNT] > 0).all(), "every stored step has a legal list: it was the row's own decision"
     assert (obs[:, SEAT] == buf.rows % 2).all(), "each step is observed from its own seat"
 
@@ -99,8 +99,9 @@ def test_done_rows_get_fresh_state_in_rollout():
     buf = trainer.buffer
     starts = buf.episode_start[: buf.size]
     assert starts.any()
-    assert torch.count_nonzero(buf.state_h[torch.from_numpy(starts)]) == 0
-    assert torch.count_nonzero(buf.state_h[torch.from_numpy(~starts)]) > 0
+    state_h = buf.state_h[: buf.size]
+    assert torch.count_nonzero(state_h[torch.from_numpy(starts)]) == 0
+    assert torch.count_nonzero(state_h[torch.from_numpy(~starts)]) > 0
 
 
 # ---- PPO ------------------------------------------------------------------------------------
@@ -268,7 +269,7 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
     segments = t.minibatch_size // t.bptt_horizon
 
     def updater(policy, optimizer, compiled: bool) -> PPOUpdater:
-        settings = UpdateSettings(segments, 1, t.max_grad_norm, False, compiled, "default")
+        settings = UpdateSettings(segments, 1, t.max_grad_norm, False, "default" if compiled else None)
         return PPOUpdater(
             policy,
             trainer.sampler,

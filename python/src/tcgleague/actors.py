@@ -17,10 +17,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
+from torch import nn
 
 from .layout import legal_from_obs
 from .policy.tcg_policy import TCGPolicy
-from .policy.tcg_sampler import TCGSampler
+from .policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler, draw_uniforms
 from .recurrent import RowState
 
 
@@ -33,7 +34,9 @@ class Actor(Protocol):
 
 @dataclass
 class Decision:
-    """One batched policy decision, with what PPO stores about it."""
+    """One batched policy decision, with what PPO stores about it. With a CUDA-graph compiled
+    step these are the graph's static outputs: valid until the actor's next `decide` (copy
+    what you keep, as the trainer does by storing them in the rollout buffer)."""
 
     actions: torch.Tensor  # long [n, 4]
     logprob: torch.Tensor  # [n]
@@ -43,44 +46,106 @@ class Decision:
     state_c: torch.Tensor
 
 
+class PolicyStep(nn.Module):
+    """One batched decision as a pure function of tensors: observations, LSTM state, sampling
+    parameters and uniform draws in; actions, log-probs, entropies, values and the next state
+    out. No RNG, no host reads, no data-dependent shapes: this is what gets compiled (a CUDA
+    graph with `reduce-overhead`) and what the frozen pool vmaps over its members."""
+
+    def __init__(self, policy: TCGPolicy, sampler: TCGSampler, argmax: bool = False):
+        super().__init__()
+        self.policy, self.sampler, self.argmax = policy, sampler, argmax
+
+    def forward(self, obs, h, c, params, uniforms):
+        x, ent = self.policy.encode(obs)
+        out, (h, c) = self.policy.step(x, (h, c))
+        legal, count = legal_from_obs(obs)
+        actions, logprob, entropy = self.sampler.sample(
+            self.policy, out, ent, legal, count, params=params, argmax=self.argmax, uniforms=uniforms
+        )
+        return actions, logprob, entropy, self.policy.value(out), h, c
+
+
 class PolicyActor:
-    """A recurrent policy acting for a subset of env rows; its LSTM state lives per row.
+    """A recurrent policy acting for a subset of env rows; its LSTM state lives per row on the
+    policy's device.
 
     `decide` is the batched step the trainer's rollout uses (it also needs log-probs, values
     and the pre-step state); `act` is the Actor interface on top of it, which also sums the
-    entropy of its decisions on the device (read once, when a match ends)."""
+    entropy of its decisions on the device (read once, when a match ends).
+
+    With `compile_mode` the step is torch.compile'd. Its inputs are then gathered into static
+    buffers, one set per batch size, filled in place: `reduce-overhead` replays one CUDA graph
+    only while every input keeps its address and shape (the trainer always decides for exactly
+    one row per game, so it has one size)."""
 
     def __init__(
         self,
         policy: TCGPolicy,
         sampler: TCGSampler,
         num_rows: int,
-        generator: torch.Generator | None = None,
+        generator: torch.Generator,
         argmax: bool = False,
         name: str = "policy",
+        compile_mode: str | None = None,
     ):
         self.policy, self.sampler, self.generator, self.argmax, self.name = policy, sampler, generator, argmax, name
         self.device = next(policy.parameters()).device
+        if generator.device.type != self.device.type:
+            raise ValueError(f"{name}: the sampling generator is on {generator.device}, the policy on {self.device}")
         self.state = RowState(num_rows, policy.hidden_size, self.device)
         self.entropy_sum = torch.zeros((), dtype=torch.float64, device=self.device)
+        self.step = PolicyStep(policy, sampler, argmax)
+        self.forward = torch.compile(self.step, mode=compile_mode) if compile_mode else self.step
+        self.compiled = compile_mode is not None
+        self.default_params = sampler.params_tensor(self.device)  # the sampler's, as this actor was made
+        self.inputs: dict[int, dict[str, torch.Tensor]] = {}  # static input buffers by batch size
+
+    def _input_buffers(self, n: int) -> dict[str, torch.Tensor]:
+        if n not in self.inputs:
+            hidden, dev = self.policy.hidden_size, self.device
+            buffers = {
+                "h": torch.zeros(n, hidden, device=dev),
+                "c": torch.zeros(n, hidden, device=dev),
+                "uniforms": torch.zeros(n, 4, UNIFORM_WIDTH, device=dev),
+            }
+            if self.compiled and dev.type == "cuda":
+                for t in buffers.values():
+                    torch._dynamo.mark_static_address(t)
+            self.inputs[n] = buffers
+        return self.inputs[n]
 
     @torch.no_grad()
-    def decide(self, obs: torch.Tensor, rows: np.ndarray, params: torch.Tensor | None = None) -> Decision:
-        """Acts for `rows` from their observations `obs` [len(rows), obs_size] and advances
-        their LSTM state."""
-        idx = torch.from_numpy(rows).to(self.device)
-        h, c = self.state.h[idx], self.state.c[idx]
-        x, ent = self.policy.encode(obs)
-        out, (h2, c2) = self.policy.step(x, (h, c))
-        legal, count = legal_from_obs(obs)
-        actions, logprob, entropy = self.sampler.sample(
-            self.policy, out, ent, legal, count, params=params, generator=self.generator, argmax=self.argmax
-        )
-        self.state.h[idx], self.state.c[idx] = h2, c2
-        return Decision(actions, logprob, entropy, self.policy.value(out), h, c)
+    def decide(
+        self,
+        obs: torch.Tensor,
+        rows: torch.Tensor,
+        params: torch.Tensor | None = None,
+        episode_start: torch.Tensor | None = None,
+    ) -> Decision:
+        """Acts for env rows `rows` (long, on the device) from their observations `obs`
+        [len(rows), obs_size] and advances their LSTM state. Rows flagged in `episode_start`
+        start from a zero state (their game is new), so a caller need not reset rows itself."""
+        buf = self._input_buffers(len(rows))
+        torch.index_select(self.state.h, 0, rows, out=buf["h"])
+        torch.index_select(self.state.c, 0, rows, out=buf["c"])
+        if episode_start is not None:
+            keep = (~episode_start).to(buf["h"].dtype)[:, None]
+            buf["h"].mul_(keep)
+            buf["c"].mul_(keep)
+        draw_uniforms(len(rows), self.generator, out=buf["uniforms"])
+        if params is None:
+            params = self.default_params
+        if self.compiled:
+            torch.compiler.cudagraph_mark_step_begin()
+        actions, logprob, entropy, value, h2, c2 = self.forward(obs, buf["h"], buf["c"], params, buf["uniforms"])
+        self.state.h.index_copy_(0, rows, h2)
+        self.state.c.index_copy_(0, rows, c2)
+        return Decision(actions, logprob, entropy, value, buf["h"], buf["c"])
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        d = self.decide(torch.from_numpy(obs[rows]).to(self.device), rows)
+        rows_dev = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(self.device)
+        d = self.decide(torch.from_numpy(obs[rows]).to(self.device), rows_dev)
         self.entropy_sum += d.entropy.sum()
         return d.actions.cpu().numpy().astype(np.int32)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from .config import Config
+from .devices import resolve_device
 from .league import LeagueManager, LeagueOpponents
 from .logger import Dashboard, RunLogger
 from .opponent_side import OpponentSide, SelfPlay
@@ -59,7 +60,7 @@ def build_trainer(
     seed_global(cfg.base.seed)
     if cfg.base.torch_threads > 0:
         torch.set_num_threads(cfg.base.torch_threads)
-    device = torch.device(cfg.base.device)
+    device = resolve_device(cfg.base.device)
     env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg))
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), cfg.base.seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)

@@ -41,7 +41,8 @@ def policy_side(policy: TCGPolicy, sampler: TCGSampler, seed: int, argmax: bool 
     its own generator seeded with `seed`."""
 
     def make(env: TCGEnv) -> PolicyActor:
-        return PolicyActor(policy, sampler, env.num_agents, torch.Generator().manual_seed(seed), argmax, name)
+        generator = torch.Generator(device=next(policy.parameters()).device).manual_seed(seed)
+        return PolicyActor(policy, sampler, env.num_agents, generator, argmax, name)
 
     return make
 

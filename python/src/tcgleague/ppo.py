@@ -1,5 +1,5 @@
-"""The PPO loss and the update loop around it; the loss (not the rollout forward) is optionally
-torch.compile'd.
+"""The PPO loss and the update loop around it; the loss is optionally torch.compile'd (and, on
+CUDA with `reduce-overhead`, replayed as one CUDA graph).
 
 The loss takes raw tensors of fixed shape [minibatch segments, horizon, ...]; minibatches are
 copied into pre-allocated tensors with `index_select(out=)`, each step is marked with
@@ -82,8 +82,8 @@ class UpdateSettings:
     update_epochs: int
     max_grad_norm: float
     norm_adv: bool
-    compile: bool
-    compile_mode: str
+    compile_mode: str | None  # torch.compile mode of the loss; None = eager
+    precision: str = "fp32"  # fp32 | bf16 (autocast of the loss's forward; weights stay fp32)
 
 
 class PPOUpdater:
@@ -103,7 +103,9 @@ class PPOUpdater:
     ):
         self.policy, self.optimizer, self.settings, self.device = policy, optimizer, settings, device
         self.loss = PPOLoss(policy, sampler)
-        self.loss_fn = torch.compile(self.loss, mode=settings.compile_mode) if settings.compile else self.loss
+        self.compiled = settings.compile_mode is not None
+        self.loss_fn = torch.compile(self.loss, mode=settings.compile_mode) if self.compiled else self.loss
+        self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.precision == "bf16")
         m, t = settings.minibatch_segments, horizon
         shapes = {
             "obs": (m, t, obs_size),
@@ -137,9 +139,10 @@ class PPOUpdater:
     def step(self, params: torch.Tensor, coefs: torch.Tensor) -> torch.Tensor:
         """One optimizer step on the loaded minibatch: loss, backward, gradient clipping, Adam.
         Returns the loss statistics (STAT_NAMES) as a device tensor; nothing is read here."""
-        if self.settings.compile:
+        if self.compiled:
             torch.compiler.cudagraph_mark_step_begin()
-        loss, stats = self.loss_fn(**self.minibatch, params=params, coefs=coefs)
+        with self.autocast:
+            loss, stats = self.loss_fn(**self.minibatch, params=params, coefs=coefs)
         self.optimizer.zero_grad(set_to_none=False)
         loss.backward()
         nn.utils.clip_grad_norm_(self.params, self.settings.max_grad_norm)
@@ -157,7 +160,7 @@ class PPOUpdater:
         totals = torch.zeros(len(STAT_NAMES), device=self.device)  # stays on the device until the end
         first_ratio_dev = None
         for _ in range(s.update_epochs):
-            order = torch.randperm(segments, generator=generator)
+            order = torch.randperm(segments, generator=generator, device=generator.device)
             for k in range(n_mb):
                 self.load_minibatch(batch, order[k * s.minibatch_segments : (k + 1) * s.minibatch_segments])
                 stats = self.step(params, coefs)
@@ -165,6 +168,8 @@ class PPOUpdater:
                 if first_ratio_dev is None:
                     first_ratio_dev = stats[-1]
         totals /= max(1, n_mb * s.update_epochs)
-        out = {f"losses/{name}": float(v) for name, v in zip(STAT_NAMES, totals.tolist())}
-        out["losses/first_minibatch_ratio_dev"] = float(first_ratio_dev) if first_ratio_dev is not None else 0.0
+        first = first_ratio_dev if first_ratio_dev is not None else torch.zeros((), device=self.device)
+        figures = torch.cat([totals, first.reshape(1)]).tolist()  # the update's one host read
+        out = {f"losses/{name}": v for name, v in zip(STAT_NAMES, figures)}
+        out["losses/first_minibatch_ratio_dev"] = figures[-1]
         return out

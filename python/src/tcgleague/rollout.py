@@ -8,6 +8,13 @@ row by row so each row's decisions are consecutive; every step also keeps the LS
 was taken from, so training can restart the recurrence exactly wherever a segment, a row or
 an episode begins. Data never crosses an epoch, so PPO's ratio is exactly 1 before the first
 gradient step.
+
+The buffer lives in two halves so that an env step moves nothing but observations and actions
+between host and device. What the env reports (rows, rewards, done flags, which step follows
+which) is host bookkeeping in numpy; what the policy produces (observations, actions,
+log-probs, values, LSTM state) stays on the policy's device, written by slot with
+`index_copy_` (slot `capacity` is a spare row that takes the decisions not stored). `pack`
+meets the halves once per epoch: GAE and the packed batch are computed on the device.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import torch
 
 @dataclass
 class Batch:
-    """Packed epoch data; every tensor is [segments, horizon, ...]."""
+    """Packed epoch data; every tensor is [segments, horizon, ...] on the buffer's device."""
 
     obs: torch.Tensor
     actions: torch.Tensor
@@ -34,24 +41,64 @@ class Batch:
     rows: torch.Tensor  # env row of each step (for tests and diagnostics)
 
 
+def discounted_sums(delta: torch.Tensor, cont: torch.Tensor, grid: np.ndarray) -> torch.Tensor:
+    """A[p] = delta[p] + cont[p] * A[p + 1] along each row's run of packed positions.
+
+    `grid` [rows, longest run] holds each row's packed positions (-1 = padding), so the
+    recurrence runs as `longest run` vectorised steps over all rows, on any device. The sum
+    is carried in float64 (a long chain of float32 additions would drift), then rounded."""
+    n = delta.shape[0]
+    index = torch.from_numpy(np.where(grid < 0, n, grid)).to(delta.device)
+    pad = torch.zeros(1, dtype=torch.float64, device=delta.device)
+    d = torch.cat([delta.double(), pad])[index]
+    c = torch.cat([cont.double(), pad])[index]
+    out = torch.empty_like(d)
+    running = torch.zeros(d.shape[0], dtype=torch.float64, device=delta.device)
+    for j in range(d.shape[1] - 1, -1, -1):
+        running = d[:, j] + c[:, j] * running
+        out[:, j] = running
+    result = torch.zeros(n + 1, dtype=torch.float64, device=delta.device)
+    result[index.reshape(-1)] = out.reshape(-1)
+    return result[:n].float()
+
+
+def row_runs(rows: np.ndarray) -> np.ndarray:
+    """[runs, longest] packed positions of each run of equal values in sorted `rows` (-1 pads)."""
+    starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    lengths = np.diff(np.r_[starts, len(rows)])
+    offsets = np.arange(lengths.max())
+    grid = starts[:, None] + offsets[None, :]
+    return np.where(offsets[None, :] < lengths[:, None], grid, -1)
+
+
 class RolloutBuffer:
-    def __init__(self, capacity: int, horizon: int, obs_size: int, hidden_size: int, num_rows: int):
+    def __init__(
+        self,
+        capacity: int,
+        horizon: int,
+        obs_size: int,
+        hidden_size: int,
+        num_rows: int,
+        device: torch.device | str = "cpu",
+    ):
         if capacity % horizon:
             raise ValueError(f"rollout capacity {capacity} must be a multiple of bptt_horizon {horizon}")
-        self.capacity, self.horizon = capacity, horizon
-        self.obs = torch.zeros(capacity, obs_size)
-        self.actions = torch.zeros(capacity, 4, dtype=torch.long)
-        self.logprob = torch.zeros(capacity)
-        self.value = torch.zeros(capacity)
-        self.state_h = torch.zeros(capacity, hidden_size)
-        self.state_c = torch.zeros(capacity, hidden_size)
+        self.capacity, self.horizon, self.device = capacity, horizon, torch.device(device)
+        # device half: written by slot; row `capacity` is the spare that absorbs unstored decisions
+        spare = capacity + 1
+        self.obs = torch.zeros(spare, obs_size, device=self.device)
+        self.actions = torch.zeros(spare, 4, dtype=torch.long, device=self.device)
+        self.logprob = torch.zeros(spare, device=self.device)
+        self.value = torch.zeros(spare, device=self.device)
+        self.state_h = torch.zeros(spare, hidden_size, device=self.device)
+        self.state_c = torch.zeros(spare, hidden_size, device=self.device)
+        # host half: the env's bookkeeping
         self.rows = np.zeros(capacity, dtype=np.int64)
         self.reward = np.zeros(capacity, dtype=np.float32)
         self.terminal = np.zeros(capacity, dtype=bool)
         self.truncated = np.zeros(capacity, dtype=bool)
         self.episode_start = np.zeros(capacity, dtype=bool)
-        self.next_value = np.zeros(capacity, dtype=np.float32)
-        self.has_next = np.zeros(capacity, dtype=bool)
+        self.next_index = np.full(capacity, -1, dtype=np.int64)  # the row's next stored step
         self.last_index = np.full(num_rows, -1, dtype=np.int64)
         self.size = 0
 
@@ -59,13 +106,17 @@ class RolloutBuffer:
     def full(self) -> bool:
         return self.size >= self.capacity
 
+    @property
+    def has_next(self) -> np.ndarray:
+        return self.next_index >= 0
+
     def start_epoch(self) -> None:
         self.size = 0
         self.last_index[:] = -1
+        self.next_index[:] = -1
         self.reward[:] = 0.0
         self.terminal[:] = False
         self.truncated[:] = False
-        self.has_next[:] = False
 
     def credit(self, rows: np.ndarray, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray) -> None:
         """Adds rewards (and done flags) to each row's latest stored step of this epoch."""
@@ -80,54 +131,63 @@ class RolloutBuffer:
         """Rows whose current decision was not stored: their next rewards belong to no step."""
         self.last_index[rows] = -1
 
-    def add(
+    def reserve(self, rows: np.ndarray, episode_start: np.ndarray) -> np.ndarray:
+        """Host half of storing one decision for each of `rows` (distinct env rows): returns
+        their slots, to be filled by `store`. A row's previous step of the same game is linked
+        to the new one (its bootstrap value)."""
+        n = len(rows)
+        if self.size + n > self.capacity:
+            raise RuntimeError(f"rollout overflow: {self.size} + {n} > capacity {self.capacity}")
+        slots = np.arange(self.size, self.size + n)
+        self.rows[slots] = rows
+        self.episode_start[slots] = episode_start
+        last = self.last_index[rows]
+        safe = np.maximum(last, 0)
+        linked = (last >= 0) & ~self.terminal[safe] & ~self.truncated[safe]
+        self.next_index[last[linked]] = slots[linked]
+        self.last_index[rows] = slots
+        self.size += n
+        return slots
+
+    def store(
         self,
-        rows: np.ndarray,
+        slots: torch.Tensor,
         obs: torch.Tensor,
         actions: torch.Tensor,
         logprob: torch.Tensor,
         value: torch.Tensor,
         state_h: torch.Tensor,
         state_c: torch.Tensor,
-        episode_start: np.ndarray,
     ) -> None:
-        """Stores one decision for each of `rows` (distinct env rows) taken from the given state."""
-        n = len(rows)
-        if self.size + n > self.capacity:
-            raise RuntimeError(f"rollout overflow: {self.size} + {n} > capacity {self.capacity}")
-        idx = slice(self.size, self.size + n)
-        self.obs[idx] = obs
-        self.actions[idx] = actions
-        self.logprob[idx] = logprob
-        self.value[idx] = value
-        self.state_h[idx] = state_h
-        self.state_c[idx] = state_c
-        self.rows[idx] = rows
-        self.episode_start[idx] = episode_start
-        last = self.last_index[rows]
-        linked = (last >= 0) & ~self.terminal[np.maximum(last, 0)] & ~self.truncated[np.maximum(last, 0)]
-        self.next_value[last[linked]] = value.detach().numpy()[linked]
-        self.has_next[last[linked]] = True
-        self.last_index[rows] = np.arange(self.size, self.size + n)
-        self.size += n
+        """Device half: writes decision i to slot slots[i] (`capacity` = not stored), no host sync."""
+        for dst, src in (
+            (self.obs, obs),
+            (self.actions, actions),
+            (self.logprob, logprob),
+            (self.value, value),
+            (self.state_h, state_h),
+            (self.state_c, state_c),
+        ):
+            dst.index_copy_(0, slots, src.to(dst.dtype))
 
-    def _advantages(self, order: np.ndarray, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    def _advantages(self, order: np.ndarray, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
         """GAE along each row's decisions (in packed order). Terminals stop the bootstrap;
         truncations (turn cap) and the epoch's last pending step bootstrap from the step's
         own value, the closest estimate of the unseen next state."""
-        value = self.value.numpy()
+        dev = self.device
+        value = self.value[: self.capacity]
+        has_next = self.has_next
+        next_v = torch.where(
+            torch.from_numpy(has_next).to(dev), value[torch.from_numpy(np.maximum(self.next_index, 0)).to(dev)], value
+        )
+        next_v = torch.where(torch.from_numpy(self.terminal).to(dev), torch.zeros_like(next_v), next_v)
+        index = torch.from_numpy(order).to(dev)
+        reward = torch.from_numpy(self.reward).to(dev)
+        delta = (reward + gamma * next_v - value)[index]
         done = self.terminal | self.truncated
-        next_v = np.where(self.has_next, self.next_value, value)
-        next_v = np.where(self.terminal, 0.0, next_v)
-        delta = (self.reward + gamma * next_v - value)[order]
-        cont = (self.has_next & ~done)[order].astype(np.float32) * gamma * lam
-        adv = [0.0] * len(order)
-        running = 0.0
-        for p, (d, c) in enumerate(zip(delta.tolist()[::-1], cont.tolist()[::-1])):
-            running = d + c * running
-            adv[p] = running
-        adv = np.asarray(adv[::-1], dtype=np.float32)
-        return adv, adv + value[order]
+        cont = torch.from_numpy((has_next & ~done)[order].astype(np.float32)).to(dev) * gamma * lam
+        adv = discounted_sums(delta, cont, row_runs(self.rows[order]))
+        return adv, adv + value[index]
 
     def pack(self, gamma: float, lam: float) -> Batch:
         if not self.full:
@@ -139,7 +199,7 @@ class RolloutBuffer:
         boundary |= self.episode_start[order]
         boundary[:: self.horizon] = True
         adv, ret = self._advantages(order, gamma, lam)
-        index = torch.from_numpy(order)
+        index = torch.from_numpy(order).to(self.device)
         shape = (self.capacity // self.horizon, self.horizon)
 
         def take(t: torch.Tensor) -> torch.Tensor:
@@ -150,10 +210,10 @@ class RolloutBuffer:
             actions=take(self.actions),
             logprob=take(self.logprob),
             value=take(self.value),
-            advantage=torch.from_numpy(adv).reshape(shape),
-            ret=torch.from_numpy(ret).reshape(shape),
-            boundary=torch.from_numpy(boundary.astype(np.float32)).reshape(shape),
+            advantage=adv.reshape(shape),
+            ret=ret.reshape(shape),
+            boundary=torch.from_numpy(boundary.astype(np.float32)).to(self.device).reshape(shape),
             state_h=take(self.state_h),
             state_c=take(self.state_c),
-            rows=torch.from_numpy(rows).reshape(shape),
+            rows=torch.from_numpy(rows).to(self.device).reshape(shape),
         )

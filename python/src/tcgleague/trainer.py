@@ -24,6 +24,7 @@ from .actors import PolicyActor
 from .anneal import anneal_values, anneals_from_config
 from .bots import BOTS
 from .config import Config
+from .devices import compile_mode_for
 from .layout import ACTION_WIDTH, DRAW, OBS_SIZE, PASS
 from .logger import Dashboard, RunLogger
 from .match import bot_side, play_match, policy_side
@@ -33,6 +34,7 @@ from .policy.tcg_sampler import TCGSampler
 from .ppo import PPOUpdater, UpdateSettings
 from .rng import global_state, set_global_state
 from .rollout import RolloutBuffer
+from .transfer import StepTransfer
 from .vecenv import VecEnv
 
 EVAL_SEED_OFFSET = 1000  # periodic evaluation deals: seed + 1000 + epoch, away from the env's seeds
@@ -95,15 +97,25 @@ class Trainer:
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
         self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
         hidden = policy.hidden_size
-        self.buffer = RolloutBuffer(t.batch_size, t.bptt_horizon, OBS_SIZE, hidden, env.num_agents)
+        self.buffer = RolloutBuffer(t.batch_size, t.bptt_horizon, OBS_SIZE, hidden, env.num_agents, self.device)
+        compile_mode = compile_mode_for(cfg, self.device)
         settings = UpdateSettings(
-            t.minibatch_size // t.bptt_horizon, t.update_epochs, t.max_grad_norm, t.norm_adv, t.compile, t.compile_mode
+            t.minibatch_size // t.bptt_horizon,
+            t.update_epochs,
+            t.max_grad_norm,
+            t.norm_adv,
+            compile_mode,
+            t.precision,
         )
         self.updater = PPOUpdater(
             policy, sampler, self.optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, self.device
         )
-        self.generator = torch.Generator().manual_seed(cfg.base.seed)  # rollout sampling and minibatch order
-        self.learner = PolicyActor(policy, sampler, env.num_agents, self.generator, name="learner")
+        # rollout sampling and minibatch order, on the policy's device
+        self.generator = torch.Generator(device=self.device).manual_seed(cfg.base.seed)
+        self.learner = PolicyActor(
+            policy, sampler, env.num_agents, self.generator, name="learner", compile_mode=compile_mode
+        )
+        self.transfer = StepTransfer(env.num_games, self.device)
         self.episode_start = np.ones(env.num_agents, dtype=bool)
         self.actions = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
         self.global_step = 0
@@ -126,43 +138,46 @@ class Trainer:
     def collect(self, params: torch.Tensor) -> dict:
         """Steps the env until the buffer holds exactly batch_size learner decisions. Opponent
         rows are acted for but never stored; on the last step, learner decisions that no longer
-        fit are dropped (their later rewards too) rather than stored partially."""
+        fit are dropped (their later rewards too) rather than stored partially.
+
+        The learner decides for the deciding row of every game each step (a fixed shape, so a
+        compiled step replays one graph); the rows it does not play are simply not stored. Per
+        step one copy goes up and one comes back (transfer.py); statistics stay on the device
+        until the epoch ends."""
         if self.obs is None:
             self.obs = self.env.reset(self.cfg.base.seed)
             self.opponents.start(self.global_step)
-        self.buffer.start_epoch()
-        infos, entropy_sum, noops, decisions = [], torch.zeros(()), torch.zeros(()), 0
-        while not self.buffer.full:
-            rows, opponent_rows = self.opponents.split(np.flatnonzero(self.env.masks))
-            obs = torch.from_numpy(self.obs[rows])
-            d = self.learner.decide(obs, rows, params)
-            k = min(len(rows), self.buffer.capacity - self.buffer.size)
-            self.buffer.add(
-                rows[:k],
-                obs[:k],
-                d.actions[:k],
-                d.logprob[:k],
-                d.value[:k],
-                d.state_h[:k],
-                d.state_c[:k],
-                self.episode_start[rows[:k]],
-            )
-            self.buffer.forget(rows[k:])
-            self.episode_start[rows] = False
-            entropy_sum += d.entropy[:k].sum()
-            noops += (d.actions[:k, 0] == PASS).sum()
+        buffer = self.buffer
+        buffer.start_epoch()
+        infos, decisions = [], 0
+        entropy_sum = torch.zeros((), device=self.device)
+        noops = torch.zeros((), dtype=torch.long, device=self.device)
+        while not buffer.full:
+            rows = np.flatnonzero(self.env.masks)
+            if len(rows) != self.env.num_games:
+                raise RuntimeError(f"{len(rows)} deciding rows for {self.env.num_games} games: expected one per game")
+            mine, theirs = self.opponents.split(rows)
+            k = min(len(mine), buffer.capacity - buffer.size)
+            slots = np.full(len(rows), buffer.capacity)
+            slots[np.searchsorted(rows, mine[:k])] = buffer.reserve(mine[:k], self.episode_start[mine[:k]])
+            buffer.forget(mine[k:])
+            obs, rows_dev, slots_dev, starts = self.transfer.upload(self.obs, rows, slots, self.episode_start[rows])
+            d = self.learner.decide(obs, rows_dev, params, episode_start=starts)
+            buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
+            stored = slots_dev < buffer.capacity
+            entropy_sum += torch.where(stored, d.entropy, 0.0).sum()
+            noops += ((d.actions[:, 0] == PASS) & stored).sum()
             decisions += k
-            self.actions[rows] = d.actions.numpy()
-            self.actions[opponent_rows] = self.opponents.act(self.obs, opponent_rows)
+            self.actions[rows] = self.transfer.download(d.actions)
+            self.actions[theirs] = self.opponents.act(self.obs, theirs)
+            self.episode_start[rows] = False
             self.obs, rewards, terminals, truncations, step_infos = self.env.step(self.actions)
             done = terminals | truncations
             events = np.flatnonzero((rewards != 0) | done)
             learner = self.opponents.after_step(rewards, terminals, truncations, self.global_step + decisions)
             events = events[learner[events]]  # credit learner rows only, as they were during this step
-            self.buffer.credit(events, rewards[events], terminals[events], truncations[events])
-            done_rows = np.flatnonzero(done)
-            self.learner.reset_rows(done_rows)
-            self.episode_start[done_rows] = True
+            buffer.credit(events, rewards[events], terminals[events], truncations[events])
+            self.episode_start[done] = True  # the learner's state for these rows restarts at their next decision
             infos.extend(step_infos)
         self.global_step += decisions
         stats = summarize_episodes(infos)
@@ -182,13 +197,13 @@ class Trainer:
     def loss_coefs(self) -> torch.Tensor:
         """(clip, vf_coef, vf_clip, ent_coef) as the tensor the loss takes (annealing never recompiles)."""
         t = self.cfg.train
-        return torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef])
+        return torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef], device=self.device)
 
     def train_epoch(self) -> dict:
         """Anneals, collect, update, the opponent side's epoch end; returns the epoch's metrics."""
         start = time.perf_counter()
         metrics = dict(self.apply_anneals())
-        params = self.sampler.params_tensor()  # the sampling parameters this epoch's rollout uses
+        params = self.sampler.params_tensor(self.device)  # the sampling parameters this epoch's rollout uses
         metrics.update(self.collect(params))
         rollout_s = time.perf_counter() - start
         update_start = time.perf_counter()

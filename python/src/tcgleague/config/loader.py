@@ -26,7 +26,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from .sections import SECTIONS, Config, ConfigError
+from .sections import SECTIONS, SWITCHES, Config, ConfigError
 from .validate import validate
 
 _TRUE = {"true", "1", "yes", "on"}
@@ -113,7 +113,7 @@ def parse_overrides(tokens: list[str]) -> list[tuple[str, str, str | None]]:
             if i < len(tokens) and not tokens[i].startswith("--"):
                 value = tokens[i]
                 i += 1
-            elif _base_type(_field_type(section, key)) is bool:
+            elif _base_type(_field_type(section, key)) is bool or _is_switch(section, key):
                 value = "true"
             else:
                 raise ConfigError(f"[{section}] {key}: command-line option {tok} needs a value")
@@ -234,9 +234,24 @@ def _coerce(section: str, key: str, tp: Any, value: Any) -> Any:
     raise ConfigError(f"{name}: unsupported field type {tp!r}")  # pragma: no cover
 
 
+def _is_switch(section: str, key: str) -> bool:
+    """A boolean key that also takes "auto" (its default): `[train] compile`."""
+    return getattr(SECTIONS[section](), key) in SWITCHES
+
+
+def _switch_value(value: Any) -> Any:
+    """true/false spelled any boolean way (or a bool, from an older checkpoint) -> "true"/"false"."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    low = value.strip().lower() if isinstance(value, str) else value
+    return "true" if low in _TRUE else "false" if low in _FALSE else low
+
+
 def _set(cfg: Config, section: str, key: str, value: Any, origin: str | None = None) -> None:
     section, key = section.strip().lower(), _norm_key(key)
     tp = _field_type(section, key, origin)
+    if _is_switch(section, key):
+        value = _switch_value(value)
     setattr(getattr(cfg, section), key, _coerce(section, key, tp, value))
 
 

@@ -23,7 +23,7 @@ class ConfigError(ValueError):
 class BaseSection:
     run_name: str = "emberfront"
     seed: int = 1
-    device: str = "cpu"  # cpu | cuda | cuda:N
+    device: str = "auto"  # auto | cpu | cuda | cuda:N (auto = cuda when torch sees a GPU)
     torch_threads: int = 0  # 0 = leave torch's default
     experiments_dir: str = "experiments"
 
@@ -87,8 +87,9 @@ class TrainSection:
     ent_coef_anneal_end_frac: float = 1.0
     ent_coef_anneal_start_step: int | None = None
     ent_coef_anneal_end_step: int | None = None
-    compile: bool = False
+    compile: str = "auto"  # auto | true | false (auto = on for cuda, off on cpu)
     compile_mode: str = "reduce-overhead"
+    precision: str = "fp32"  # fp32 | bf16 (the loss's forward under bf16 autocast)
     checkpoint_interval: int = 50
     checkpoint_interval_unit: str = "epochs"  # epochs | steps
     max_checkpoints: int = 5
@@ -143,6 +144,11 @@ SECTIONS: dict[str, type] = {
     "wandb": WandbSection,
 }
 
+# Rows and rollout slots travel in float32 columns of the rollout's one upload (transfer.py),
+# which hold integers exactly below this.
+EXACT_INT_LIMIT = 2**24
+SWITCHES = ("auto", "true", "false")  # a boolean key that also has "auto"
+PRECISIONS = ("fp32", "bf16")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 VEC_BACKENDS = ("native", "serial", "multiprocessing")
 LR_SCHEDULES = ("linear", "cosine", "constant")

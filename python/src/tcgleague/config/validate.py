@@ -11,9 +11,12 @@ from .sections import (
     ANNEALS,
     CHECKPOINT_UNITS,
     COMPILE_MODES,
+    EXACT_INT_LIMIT,
     LR_SCHEDULES,
     PFSP_WEIGHTINGS,
+    PRECISIONS,
     RATINGS,
+    SWITCHES,
     VEC_BACKENDS,
     WANDB_MODES,
     Config,
@@ -51,21 +54,22 @@ def validate(cfg: Config) -> None:
 
     # [base]
     check(bool(b.run_name.strip()), "base", "run_name", "must not be empty (e.g. emberfront)")
-    device_ok = bool(re.fullmatch(r"cpu|cuda|cuda:\d+", b.device))
-    check(device_ok, "base", "device", "must be cpu, cuda or cuda:N (e.g. cpu)")
-    if device_ok and b.device != "cpu":
+    device_ok = bool(re.fullmatch(r"auto|cpu|cuda|cuda:\d+", b.device))
+    check(device_ok, "base", "device", "must be auto, cpu, cuda or cuda:N (e.g. auto)")
+    if device_ok and b.device not in ("auto", "cpu"):
         check(
             cuda_devices() > int(b.device.partition(":")[2] or 0),
             "base",
             "device",
             f"this machine has {cuda_devices()} CUDA device(s) visible to torch {torch.__version__}; valid here: "
-            + ", ".join(["cpu", *(f"cuda:{k}" for k in range(cuda_devices()))]),
+            + ", ".join(["auto", "cpu", *(f"cuda:{k}" for k in range(cuda_devices()))]),
         )
     check(b.torch_threads >= 0, "base", "torch_threads", "must be >= 0 (0 = torch default)")
     check(bool(b.experiments_dir.strip()), "base", "experiments_dir", "must not be empty (e.g. experiments)")
 
     # [env]
     check(e.num_games >= 1, "env", "num_games", "must be >= 1 (e.g. 1024)")
+    check(2 * e.num_games < EXACT_INT_LIMIT, "env", "num_games", f"must be < {EXACT_INT_LIMIT // 2} (e.g. 1024)")
     check(e.turn_cap >= 1, "env", "turn_cap", "must be >= 1 (e.g. 30)")
     check(e.num_threads >= 1, "env", "num_threads", "must be >= 1 (e.g. 1, or the cores you can spare)")
 
@@ -100,6 +104,7 @@ def validate(cfg: Config) -> None:
         ("eval_games", 512),
     ):
         check(getattr(t, key) >= 1, "train", key, f"must be >= 1 (e.g. {example})")
+    check(t.batch_size < EXACT_INT_LIMIT, "train", "batch_size", f"must be < {EXACT_INT_LIMIT} (e.g. 32768)")
     if t.batch_size >= 1 and t.minibatch_size >= 1 and t.bptt_horizon >= 1:
         if t.batch_size % t.minibatch_size != 0:
             sugg = _nearest_divisor(t.batch_size, t.minibatch_size, t.bptt_horizon)
@@ -138,6 +143,8 @@ def validate(cfg: Config) -> None:
     check(t.adam_eps > 0, "train", "adam_eps", "must be > 0 (e.g. 1e-5)")
     for key in ("ent_coef_initial", "ent_coef_final"):
         check(getattr(t, key) >= 0, "train", key, "must be >= 0 (e.g. 0.01)")
+    check(t.compile in SWITCHES, "train", "compile", f"must be one of {', '.join(SWITCHES)} (auto = on for cuda)")
+    check(t.precision in PRECISIONS, "train", "precision", f"must be one of {', '.join(PRECISIONS)}")
     check(t.compile_mode in COMPILE_MODES, "train", "compile_mode", f"must be one of {', '.join(COMPILE_MODES)}")
     check(t.checkpoint_interval >= 1, "train", "checkpoint_interval", "must be >= 1 (e.g. 50)")
     check(

@@ -23,16 +23,15 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from ..layout import ACTION_WIDTH, HEAD_SIZES, legal_from_obs
+from ..actors import PolicyStep
+from ..layout import ACTION_WIDTH
 from ..policy.tcg_policy import TCGPolicy, freeze
-from ..policy.tcg_sampler import TCGSampler
+from ..policy.tcg_sampler import TCGSampler, draw_uniforms
 from ..recurrent import RowState
 
 MIN_BUCKET = 8
-UNIFORM_WIDTH = max(HEAD_SIZES)  # uniform draws per sampling stage
 
 
 def bucket_size(n: int, max_batch: int) -> int:
@@ -43,22 +42,6 @@ def bucket_size(n: int, max_batch: int) -> int:
     while size < n:
         size *= 2
     return min(size, max(1, max_batch))
-
-
-class _MemberStep(nn.Module):
-    """One member's inference step, as a module so functional_call can swap in stacked weights."""
-
-    def __init__(self, policy: TCGPolicy):
-        super().__init__()
-        self.policy = policy
-        self.sampler = TCGSampler()
-
-    def forward(self, obs, h, c, sampling, uniforms):
-        x, ent = self.policy.encode(obs)
-        out, (h, c) = self.policy.step(x, (h, c))
-        legal, count = legal_from_obs(obs)
-        actions, _, _ = self.sampler.sample(self.policy, out, ent, legal, count, params=sampling, uniforms=uniforms)
-        return actions, h, c
 
 
 class FrozenPool:
@@ -81,7 +64,7 @@ class FrozenPool:
         self.num_rows, self.max_batch = int(num_rows), int(max_batch)
         self.device = torch.device(device)
         self.generator = torch.Generator(device=self.device).manual_seed(int(seed))
-        self.members: dict[str, _MemberStep] = {}
+        self.members: dict[str, PolicyStep] = {}
         self.sampling: dict[str, torch.Tensor] = {}  # member -> (primary T, subaction T, eps)
         self.member_of = member_of  # env rows -> the member id playing each (used by `act`)
         self.state: RowState | None = None  # [num_rows, hidden], made by the first add
@@ -105,7 +88,7 @@ class FrozenPool:
                     f"{first_id!r} ({first.policy.config}); pool members must share one architecture"
                 )
         frozen = freeze(copy.deepcopy(policy).to(self.device))
-        self.members[member_id] = _MemberStep(frozen)
+        self.members[member_id] = PolicyStep(frozen, TCGSampler())
         self.sampling[member_id] = TCGSampler.from_params(sampling_params).params_tensor(self.device)
         if self.state is None:
             self.state = RowState(self.num_rows, policy.hidden_size, self.device)
@@ -164,20 +147,21 @@ class FrozenPool:
         position positions[i]; returns the actions of those rows in the same order."""
         template, params, buffers, sampling = self._stacked()
         members, dev, state = len(self.members), self.device, self.state
-        s, p, r = (torch.from_numpy(a).to(dev) for a in (slots, positions, rows))
+        rank = np.argsort(np.argsort(rows))  # draws go to rows in ascending row order
+        s, p, r, rank = torch.from_numpy(np.stack([slots, positions, rows, rank])).to(dev)  # one copy up
         o = torch.zeros(members, size, obs.shape[1], device=dev)
-        o[s, p] = torch.from_numpy(np.ascontiguousarray(obs[rows])).to(dev)
+        o[s, p] = torch.from_numpy(obs[rows]).to(dev)
         h = torch.zeros(members, size, state.h.shape[1], device=dev)
         c = torch.zeros_like(h)
         h[s, p], c[s, p] = state.h[r], state.c[r]
-        draws = torch.rand(len(rows), 4, UNIFORM_WIDTH, generator=self.generator, device=dev)
-        uniforms = torch.zeros(members, size, 4, UNIFORM_WIDTH, device=dev)
-        uniforms[s, p] = draws[torch.from_numpy(np.argsort(np.argsort(rows))).to(dev)]
+        draws = draw_uniforms(len(rows), self.generator)
+        uniforms = torch.zeros(members, size, *draws.shape[1:], device=dev)
+        uniforms[s, p] = draws[rank]
 
         def one_member(params, buffers, obs, h, c, sampling, uniforms):
             return functional_call(template, (params, buffers), (obs, h, c, sampling, uniforms))
 
-        actions, h2, c2 = vmap(one_member)(params, buffers, o, h, c, sampling, uniforms)
+        actions, _, _, _, h2, c2 = vmap(one_member)(params, buffers, o, h, c, sampling, uniforms)
         state.h[r], state.c[r] = h2[s, p], c2[s, p]
         self.forwards += 1
         return actions[s, p].cpu().numpy().astype(np.int32)

@@ -22,8 +22,19 @@ import math
 
 import torch
 
+from ..layout import HEAD_SIZES
+
 PARAM_NAMES = ("primary_temperature", "subaction_temperature", "smoothing_eps")
 _NEG = -1e9  # masked logit: exp underflows to exactly 0, but finite (no NaN in gradients)
+UNIFORM_WIDTH = max(HEAD_SIZES)  # uniform draws per sampling stage
+
+
+def draw_uniforms(n: int, generator: torch.Generator, out: torch.Tensor | None = None) -> torch.Tensor:
+    """The U(0, 1) draws `sample(uniforms=)` takes for `n` decisions, [n, 4, UNIFORM_WIDTH], on
+    the generator's device. Drawn outside the sampler so compiled and vmapped code stays free
+    of RNG state (a CUDA graph cannot own a generator), and one draw per decision keeps
+    results independent of how rows are batched."""
+    return torch.rand(n, 4, UNIFORM_WIDTH, generator=generator, device=generator.device, out=out)
 
 
 def _check_temperature(name: str, value) -> float:
