@@ -47,6 +47,30 @@ def test_default_ini_loads_and_names_every_section():
     assert cfg.train.checkpoint_interval_unit == "epochs"
 
 
+def test_gpu_ini_is_default_ini_sized_for_one_gpu():
+    # device = cuda is refused where torch sees no GPU, so it is overridden here
+    gpu = load_config(CONFIGS / "gpu.ini", ["--base.device", "auto"])
+    default = load_config(CONFIGS / "default.ini", [])
+    changed = {
+        (section, key)
+        for section in SECTIONS
+        for key, value in vars(getattr(gpu, section)).items()
+        if getattr(getattr(default, section), key) != value
+    }
+    assert changed == {
+        ("env", "num_games"),
+        ("env", "num_threads"),
+        ("train", "total_timesteps"),
+        ("train", "batch_size"),
+        ("train", "minibatch_size"),
+        ("train", "checkpoint_interval"),
+        ("train", "eval_interval"),
+    }
+    assert gpu.train.batch_size % gpu.env.num_games == 0, "whole env steps per epoch"
+    assert gpu.env.num_games > default.env.num_games and gpu.train.batch_size > default.train.batch_size
+    assert "device = cuda" in (CONFIGS / "gpu.ini").read_text()
+
+
 def test_smoke_ini_loads():
     cfg = load_config(CONFIGS / "smoke.ini", [])
     assert cfg.env.num_games == 16

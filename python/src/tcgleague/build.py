@@ -50,6 +50,7 @@ def build_opponents(cfg: Config, env: VecEnv, run_dir: Path | None, device: torc
         Path(run_dir) / "league" if run_dir is not None else None,
         seed=cfg.base.seed,
         turn_cap=cfg.env.turn_cap,
+        device=device,
     )
     return LeagueOpponents(cfg.league, env.num_games, manager, env.engine_env, seed=cfg.base.seed, device=device)
 

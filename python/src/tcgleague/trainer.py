@@ -300,7 +300,11 @@ class Trainer:
             "anneal_offset": int(self.anneal_offset),
             "anneal": anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset),
             "sampling_params": self.sampler.get_sampling_params(),
-            "rng": {**global_state(), "generator": self.generator.get_state()},
+            "rng": {
+                **global_state(),
+                "generator": self.generator.get_state(),
+                "generator_device": self.device.type,
+            },
             "run_state": {
                 "num_agents": int(self.env.num_agents),
                 "env": env_state,  # None before the first rollout, or with the multiprocessing backend
@@ -332,9 +336,22 @@ class Trainer:
         exact = self._load_run_state(state["run_state"], log) if "run_state" in state else False
         if "rng" in state:
             set_global_state(state["rng"])
-            self.generator.set_state(state["rng"]["generator"])
+            self._load_generator(state["rng"], log)
         self.opponents.load_state_dict(state.get("league"), exact, log)
         return exact
+
+    def _load_generator(self, rng: dict, log) -> None:
+        """The rollout generator's stream; one saved on another kind of device (a CPU run resumed
+        on a GPU) has another state format, so that stream restarts from the seed, with a warning."""
+        saved_on = rng.get("generator_device", "cpu")
+        if saved_on == self.device.type:
+            self.generator.set_state(rng["generator"])
+            return
+        log(
+            f"[resume] WARNING: the checkpoint's sampling stream was saved on {saved_on}, this run is on "
+            f"{self.device.type}: it restarts from seed {self.cfg.base.seed} (the continuation is not exact)"
+        )
+        self.generator.manual_seed(self.cfg.base.seed)
 
     def _load_run_state(self, run: dict, log) -> bool:
         """Engine, env buffers, LSTM state and episode flags; False (with a warning) if they do not fit."""

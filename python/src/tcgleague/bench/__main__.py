@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from ..config import ConfigError
 from . import compile as compile_bench
 from . import engine, league, learn, train
 
@@ -20,11 +21,17 @@ def main(argv: list[str] | None = None) -> int:
         p = sub.add_parser(name, help=module.__doc__.splitlines()[0])
         module.add_arguments(p)
         p.add_argument("--json", type=Path, help="write the figures to this JSON file")
+        if hasattr(module, "ACCEPTS_OVERRIDES"):
+            p.add_argument("--device", help="auto | cpu | cuda | cuda:N (default: the config's [base] device)")
     args, extra = parser.parse_known_args(argv)
     if extra and not hasattr(BENCHES[args.bench], "ACCEPTS_OVERRIDES"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    args.overrides = extra
-    figures = BENCHES[args.bench].run(args)
+    args.overrides = extra + (["--base.device", args.device] if getattr(args, "device", None) else [])
+    try:
+        figures = BENCHES[args.bench].run(args)
+    except ConfigError as err:
+        print(f"config error: {err}", file=sys.stderr)
+        return 2
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
         print(f"wrote {args.json}")

@@ -63,7 +63,8 @@ class FrozenPool:
     ):
         self.num_rows, self.max_batch = int(num_rows), int(max_batch)
         self.device = torch.device(device)
-        self.generator = torch.Generator(device=self.device).manual_seed(int(seed))
+        self.seed = int(seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.members: dict[str, PolicyStep] = {}
         self.sampling: dict[str, torch.Tensor] = {}  # member -> (primary T, subaction T, eps)
         self.member_of = member_of  # env rows -> the member id playing each (used by `act`)
@@ -184,6 +185,13 @@ class FrozenPool:
         }
 
     def load_state_dict(self, state: dict) -> None:
-        self.generator.set_state(torch.tensor(state["generator"], dtype=torch.uint8))
+        """Restores `state_dict()`. A generator state of another device kind (a CPU run resumed on a
+        GPU: the formats differ in size) cannot be set, so the stream restarts from the seed (the
+        trainer warns that such a continuation is not exact)."""
+        saved = torch.tensor(state["generator"], dtype=torch.uint8)
+        if saved.numel() == self.generator.get_state().numel():
+            self.generator.set_state(saved)
+        else:
+            self.generator.manual_seed(self.seed)
         if state["rows"] is not None and self.state is not None:
             self.state.load_state_dict(state["rows"])

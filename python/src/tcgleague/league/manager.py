@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import torch
+
 from ..atomic import atomic_write
 from ..bots import BOTS, GREEDY
 from ..config import LeagueSection
@@ -39,16 +41,24 @@ PlayMatch = Callable[[str, str, int], Tally]  # (a, b, games) -> a's tally
 class MemberMatches:
     """PlayMatch with the game runner (match.play_match, duplicate deals): ids are bots or pool
     members (loaded from `store`). Seeded from (seed, a, b), so a match replays identically
-    after a resume."""
+    after a resume. Members play on `device` (the run's)."""
 
-    def __init__(self, store: MemberStore, seed: int = 0, turn_cap: int | None = None, parallel: int = 64):
+    def __init__(
+        self,
+        store: MemberStore,
+        seed: int = 0,
+        turn_cap: int | None = None,
+        parallel: int = 64,
+        device: torch.device | str = "cpu",
+    ):
         self.store, self.seed, self.turn_cap, self.parallel = store, int(seed), turn_cap, int(parallel)
+        self.device = torch.device(device)
 
     def side(self, member_id: str, seed: int):
         if member_id in BOTS:
             return bot_side(member_id, seed)
         policy, params = self.store.load(member_id)
-        return policy_side(policy, TCGSampler.from_params(params), seed, name=member_id)
+        return policy_side(policy.to(self.device), TCGSampler.from_params(params), seed, name=member_id)
 
     def __call__(self, a: str, b: str, games: int) -> Tally:
         if games <= 0:
@@ -77,13 +87,14 @@ class LeagueManager:
         log: Callable[[str], None] = print,
         baselines=BASELINES,
         turn_cap: int | None = None,
+        device: torch.device | str = "cpu",
     ):
         self.cfg = cfg
         self.directory = Path(directory) if directory is not None else None
         self.log = log
         self.baselines = tuple(baselines)
         self.store = MemberStore(self.directory)
-        self.play = play if play is not None else MemberMatches(self.store, seed, turn_cap)
+        self.play = play if play is not None else MemberMatches(self.store, seed, turn_cap, device=device)
         self.champion: str | None = None
         self.ratings = Ratings()
         self.payoff = Payoff(cfg.payoff_decay)

@@ -255,7 +255,9 @@ class TCGPolicy(nn.Module):
         gnum = g.index_select(-1, self.glob_num_idx) * self.glob_num_scale
         pcard = self.card_embed(g[:, self.g_pending_card].long().clamp(0, self.config.n_cards - 1))
         pop = F.one_hot(g[:, self.g_pending_op].long().clamp(0, self.n_ops - 1), self.n_ops).to(gnum.dtype)
-        att_tgt = gather_rows(ent, g[:, [self.g_attacker, self.g_attack_target]].long()).reshape(B, -1)
+        # stack of slices, not g[:, [i, j]]: a Python-list index is a new host tensor every call
+        att_tgt = gather_rows(ent, torch.stack([g[:, self.g_attacker], g[:, self.g_attack_target]], -1).long())
+        att_tgt = att_tgt.reshape(B, -1)
         decks = self.deck_embed(
             torch.stack([g[:, self.g_my_deck], g[:, self.g_opp_deck]], -1).long().clamp(0, self.config.n_decks - 1)
         ).reshape(B, -1)

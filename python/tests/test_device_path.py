@@ -1,0 +1,653 @@
+"""The device-resident rollout and update: the collect loop reads nothing back from the device per
+env step (its host reads do not grow with the number of steps), StepTransfer's upload is a view on
+the CPU and carries rows, slots and flags exactly, the rollout buffer's spare slot and GAE (against a
+plain float64 reference loop, bit for bit), the compiled decision step (no recompile, same actions as
+eager), bf16 autocast of the loss, what `auto` resolves to, and episode starts zeroing the LSTM state.
+
+Tests marked `gpu` need CUDA and are skipped without it: no sync in the hot loop under
+`torch.cuda.set_sync_debug_mode("error")`, no CUDA-graph re-recording in a later epoch, bf16 on CUDA.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections import Counter
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from tcgleague.actors import PolicyActor
+from tcgleague.build import build_trainer
+from tcgleague.config import load_config
+from tcgleague.config.sections import EXACT_INT_LIMIT
+from tcgleague.devices import compile_mode_for, resolve_device
+from tcgleague.layout import ACTION_WIDTH, OBS_SIZE
+from tcgleague.policy.tcg_sampler import draw_uniforms
+from tcgleague.ppo import STAT_NAMES, PPOUpdater, UpdateSettings
+from tcgleague.rollout import RolloutBuffer, discounted_sums, row_runs
+from tcgleague.trainer import Trainer
+from tcgleague.transfer import StepTransfer
+
+SMOKE = "configs/smoke.ini"
+NUM_GAMES = 16  # the smoke config's; self-play stores one decision per game per env step
+CUDA = torch.cuda.is_available()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """These models are tiny: one thread is as fast, and immune to a busy second core."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def smoke_trainer(*overrides: str) -> Trainer:
+    cfg = load_config(SMOKE, ["--train.eval-interval", "0", *overrides])
+    return build_trainer(cfg, None)
+
+
+def batch_of(batch_size: int, minibatch_size: int = 256) -> tuple[str, ...]:
+    return ("--train.batch-size", str(batch_size), "--train.minibatch-size", str(minibatch_size))
+
+
+# ---- 1. no host read per env step ------------------------------------------------------------
+# Python-level reads of a tensor's value: on CUDA each one waits for the device.
+HOST_READS = ("item", "tolist", "numpy", "cpu", "__float__", "__int__", "__bool__", "__index__")
+# aten ops whose output shape depends on tensor data: on CUDA they sync inside the C++ kernel, where
+# the Python-level wrappers cannot see them. (`aten._local_scalar_dense`, the op under .item(), is
+# not counted here: on the CPU, F.one_hot validates its input with two internal .item() calls that
+# CUDA skips, so it would flag a CPU-only read. Python-level reads are counted by the wrappers.)
+DATA_DEPENDENT_OPS = frozenset(
+    {
+        "aten.nonzero",
+        "aten.masked_select",
+        "aten.masked_scatter",
+        "aten._unique",
+        "aten._unique2",
+        "aten.unique_dim",
+        "aten.unique_consecutive",
+        "aten.equal",
+        "aten.is_nonzero",
+        "aten.repeat_interleave",
+        "aten.bincount",
+    }
+)
+INDEX_OPS = frozenset({"aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl_"})
+# how host data becomes a tensor: on CUDA each is a host->device copy besides StepTransfer.upload's
+HOST_DATA_IN = ("tensor", "as_tensor", "asarray", "from_numpy")
+LIFT_OPS = frozenset({"aten.lift_fresh", "aten.lift_fresh_copy"})
+
+
+def _has_bool_index(args) -> bool:
+    indices = args[1] if len(args) > 1 else ()
+    return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices or ())
+
+
+class OpCounter(TorchDispatchMode):
+    """Counts the aten ops that read tensor data on the host (data-dependent output shapes, boolean
+    masks) and the ones that turn Python data into a tensor."""
+
+    def __init__(self, calls: Counter):
+        super().__init__()
+        self.calls = calls
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        name = str(func.overloadpacket)
+        if name in DATA_DEPENDENT_OPS or (name in INDEX_OPS and _has_bool_index(args)):
+            self.calls[name] += 1
+        if name in LIFT_OPS:
+            self.calls[name] += 1
+        return func(*args, **(kwargs or {}))
+
+
+@contextmanager
+def counting_host_reads(monkeypatch):
+    """Counts, while the block runs: Python-level reads of tensor values (HOST_READS), data-dependent
+    aten ops (DATA_DEPENDENT_OPS, boolean-mask indexing), and host data made into tensors
+    (HOST_DATA_IN, aten.lift_fresh). Every wrapper calls the original."""
+    calls = Counter()
+
+    def counted(name, original):
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    with monkeypatch.context() as mp:
+        for name in HOST_READS:
+            mp.setattr(torch.Tensor, name, counted(name, getattr(torch.Tensor, name)))
+        for name in HOST_DATA_IN:
+            mp.setattr(torch, name, counted(f"torch.{name}", getattr(torch, name)))
+        with OpCounter(calls):
+            yield calls
+
+
+def reads(calls: Counter) -> Counter:
+    return Counter({k: v for k, v in calls.items() if k in HOST_READS or (k.startswith("aten.") and k not in LIFT_OPS)})
+
+
+def data_in(calls: Counter) -> Counter:
+    return Counter({k: v for k, v in calls.items() if k.startswith("torch.") or k in LIFT_OPS})
+
+
+def counted_collect(monkeypatch, batch_size: int, plant=None) -> tuple[Counter, int]:
+    """(what counting_host_reads saw during one collect of `batch_size` decisions, env steps).
+    `plant(decision)` runs after every learner decision, inside the hot loop."""
+    trainer = smoke_trainer(*batch_of(batch_size))
+    steps = []
+    env_step = trainer.env.step
+
+    def spy(actions):
+        steps.append(1)
+        return env_step(actions)
+
+    trainer.env.step = spy
+    if plant is not None:
+        decide = trainer.learner.decide
+
+        def planted(*args, **kwargs):
+            d = decide(*args, **kwargs)
+            plant(d)
+            return d
+
+        trainer.learner.decide = planted
+    params = trainer.sampler.params_tensor()
+    with counting_host_reads(monkeypatch) as calls:
+        trainer.collect(params)
+    assert trainer.buffer.size == batch_size
+    assert len(steps) * NUM_GAMES == batch_size, "self-play: one stored decision per game per env step"
+    return calls, len(steps)
+
+
+def test_counting_wrappers_catch_reads_in_the_hot_loop(monkeypatch):
+    """The counters themselves: a direct .item(), a per-step float() and a per-step boolean mask
+    planted in the loop are all seen, once per step."""
+    original = torch.Tensor.__dict__.get("item")
+    with counting_host_reads(monkeypatch) as calls:
+        torch.ones(()).item()
+        x = torch.arange(4)
+        _ = x[x > 1]
+        _ = torch.tensor([1, 2])
+    assert calls["item"] == 1 and calls["aten.index"] == 1
+    assert calls["torch.tensor"] == 1 and calls["aten.lift_fresh"] == 1
+    torch.ones(()).item()
+    assert calls["item"] == 1 and torch.Tensor.__dict__.get("item") is original, "the patches are undone"
+
+    def plant(d):
+        float(d.value[0])
+        _ = d.actions[d.actions[:, 0] >= 0]
+
+    clean, steps = counted_collect(monkeypatch, 256)
+    planted, planted_steps = counted_collect(monkeypatch, 256, plant)
+    assert planted_steps == steps == 256 // NUM_GAMES
+    assert planted["__float__"] - clean["__float__"] == steps
+    assert planted["aten.index"] - clean["aten.index"] == steps
+
+
+def test_collect_reads_nothing_back_per_env_step(monkeypatch):
+    """The rollout's host reads are the same for 16 and 64 env steps (a few, at the epoch's end):
+    per step the only device->host traffic is StepTransfer.download."""
+    short, short_steps = counted_collect(monkeypatch, 256)
+    long, long_steps = counted_collect(monkeypatch, 1024)
+    assert (short_steps, long_steps) == (16, 64)
+    assert reads(long) == reads(short), f"host reads grow with env steps: {reads(short)} -> {reads(long)}"
+    assert sum(reads(short).values()) <= 4, f"more than the epoch-end statistics are read: {reads(short)}"
+    assert not any(k.startswith("aten.") for k in reads(short)), "a data-dependent op in the rollout"
+
+
+def test_collect_makes_no_tensor_from_host_data_per_env_step(monkeypatch):
+    """No tensor is built from Python/numpy data per step: StepTransfer's buffer is the one way up."""
+    short, _ = counted_collect(monkeypatch, 256)
+    long, _ = counted_collect(monkeypatch, 1024)
+    assert data_in(long) == data_in(short), f"host data enters per step: {data_in(short)} -> {data_in(long)}"
+
+
+# ---- 2. StepTransfer on the CPU ------------------------------------------------------------------
+def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_and_starts():
+    n = 6
+    transfer = StepTransfer(n, torch.device("cpu"))
+    g = np.random.default_rng(0)
+    # a few rows near the float32 limit: a broadcast obs array stands in for 2**24 rows
+    base = g.normal(size=(1, OBS_SIZE)).astype(np.float32)
+    obs = np.broadcast_to(base, (EXACT_INT_LIMIT, OBS_SIZE))
+    rows = np.array([0, 1, 12345, EXACT_INT_LIMIT - 3, EXACT_INT_LIMIT - 2, 7])
+    slots = np.array([0, EXACT_INT_LIMIT - 1, 3, EXACT_INT_LIMIT - 2, 511, 2**23 + 1])
+    starts = np.array([True, False, False, True, True, False])
+    up_obs, up_rows, up_slots, up_starts = transfer.upload(obs, rows, slots, starts)
+    assert up_rows.dtype == up_slots.dtype == torch.int64 and up_starts.dtype == torch.bool
+    assert up_rows.tolist() == rows.tolist() and up_slots.tolist() == slots.tolist()
+    assert up_starts.tolist() == starts.tolist()
+    assert torch.equal(up_obs, torch.from_numpy(np.repeat(base, n, 0)))
+    # no copy on the CPU: the uploaded observations are the host buffer itself
+    assert up_obs.data_ptr() == transfer.host.data_ptr() and up_obs.untyped_storage().data_ptr() == (
+        transfer.host.untyped_storage().data_ptr()
+    )
+    transfer.host_np[2, 5] = 1234.5
+    assert up_obs[2, 5].item() == 1234.5, "a write to the host buffer is seen through the upload"
+
+    # real observations of distinct rows land in game order
+    obs = g.normal(size=(40, OBS_SIZE)).astype(np.float32)
+    rows = np.array([39, 3, 0, 17, 8, 22])
+    up_obs, up_rows, _, up_starts = transfer.upload(obs, rows, np.arange(n), np.zeros(n, dtype=bool))
+    assert torch.equal(up_obs, torch.from_numpy(obs[rows])) and up_rows.tolist() == rows.tolist()
+    assert not up_starts.any()
+
+    with pytest.raises(ValueError, match="float32"):
+        StepTransfer(EXACT_INT_LIMIT // 2, torch.device("cpu"))
+
+
+def test_step_transfer_download_returns_int32_numpy_of_the_actions():
+    transfer = StepTransfer(5, torch.device("cpu"))
+    g = torch.Generator().manual_seed(0)
+    first = torch.randint(-1, 300, (5, ACTION_WIDTH), generator=g)  # long, as the sampler returns
+    out = transfer.download(first)
+    assert isinstance(out, np.ndarray) and out.dtype == np.int32 and out.shape == (5, ACTION_WIDTH)
+    assert np.array_equal(out, first.numpy())
+    kept = out.copy()
+    second = torch.randint(-1, 300, (5, ACTION_WIDTH), generator=g)
+    assert transfer.download(second) is out, "one buffer reused every step"
+    assert np.array_equal(out, second.numpy()) and not np.array_equal(kept, out)
+
+
+# ---- 3. rollout buffer: the spare slot, GAE ------------------------------------------------------
+def test_store_writes_stored_slots_exactly_and_the_spare_slot_nowhere():
+    capacity, hidden = 8, 2
+    buf = RolloutBuffer(capacity=capacity, horizon=4, obs_size=3, hidden_size=hidden, num_rows=6)
+    buf.start_epoch()
+    g = torch.Generator().manual_seed(0)
+    for rows in ([0, 2, 4], [1, 3]):
+        reserved = buf.reserve(np.array(rows), np.zeros(len(rows), dtype=bool))
+        # one decision per game: the unstored ones (slot `capacity`) are interleaved
+        slots = torch.full((2 * len(rows),), capacity)
+        slots[::2] = torch.from_numpy(reserved)
+        n = len(slots)
+        spare = slots == capacity
+        data = {
+            "obs": torch.randn(n, 3, generator=g),
+            "actions": torch.randint(0, 50, (n, 4), generator=g),
+            "logprob": torch.randn(n, generator=g),
+            "value": torch.randn(n, generator=g),
+            "state_h": torch.randn(n, hidden, generator=g),
+            "state_c": torch.randn(n, hidden, generator=g),
+        }
+        data["obs"][spare] = 1e6  # marks what must never reach a stored slot
+        data["actions"][spare] = -7
+        for k in ("logprob", "value", "state_h", "state_c"):
+            data[k][spare] = -1e6
+        buf.store(slots, **data)
+        for name, src in data.items():
+            dst = getattr(buf, name)
+            assert dst.dtype == (torch.long if name == "actions" else torch.float32)
+            assert torch.equal(dst[slots[~spare]], src[~spare]), f"{name}: stored slots get exactly the values"
+            assert torch.equal(dst[capacity], src[spare][-1]) or torch.equal(dst[capacity], src[spare][0])
+    for name in ("obs", "actions", "logprob", "value", "state_h", "state_c"):
+        stored = getattr(buf, name)[:capacity]
+        assert not ((stored == 1e6) | (stored == -7) | (stored == -1e6)).any(), f"{name}: spare data leaked"
+        assert not getattr(buf, name)[5:capacity].any(), f"{name}: unreserved slots stay empty"
+
+
+def reference_sums(delta: np.ndarray, cont: np.ndarray, runs: list[list[int]]) -> np.ndarray:
+    """A[p] = delta[p] + cont[p] * A[next p] along each run, a float64 running sum, then float32."""
+    out = np.zeros(len(delta), dtype=np.float64)
+    for run in runs:
+        running = 0.0
+        for p in reversed(run):
+            running = float(delta[p]) + float(cont[p]) * running
+            out[p] = running
+    return out.astype(np.float32)
+
+
+def test_discounted_sums_match_a_float64_reference_loop_bit_for_bit():
+    g = np.random.default_rng(3)
+    lengths = [1, 9, 4, 37, 2, 16]
+    rows = np.repeat(np.arange(len(lengths)) * 3, lengths)  # sorted row ids, runs of different lengths
+    n = len(rows)
+    delta = (g.normal(size=n) * 10).astype(np.float32)
+    cont = np.where(g.random(n) < 0.2, 0.0, g.uniform(0.8, 1.0, n)).astype(np.float32)
+    grid = row_runs(rows)
+    assert grid.shape == (len(lengths), max(lengths))
+    runs = [[p for p in line if p >= 0] for line in grid.tolist()]
+    assert [len(r) for r in runs] == lengths
+    got = discounted_sums(torch.from_numpy(delta), torch.from_numpy(cont), grid)
+    want = torch.from_numpy(reference_sums(delta, cont, runs))
+    assert got.dtype == torch.float32 and torch.equal(got, want)
+    # and the sums do reach across a run (not just delta)
+    assert not torch.equal(got, torch.from_numpy(delta))
+
+
+def test_packed_gae_matches_a_plain_reference_loop_bit_for_bit():
+    """Random decisions of 5 rows with rewards, terminals and truncations: pack()'s advantages and
+    returns equal a step-by-step reference (float32 deltas as rollout.py forms them, a float64
+    running sum per row, rounded to float32)."""
+    g = np.random.default_rng(11)
+    capacity, horizon, num_rows, gamma, lam = 64, 4, 5, 0.97, 0.9
+    buf = RolloutBuffer(capacity, horizon, obs_size=3, hidden_size=2, num_rows=num_rows)
+    buf.start_epoch()
+    values = g.normal(size=capacity).astype(np.float32)
+    steps: list[dict] = []  # arrival order = slot order
+    last: dict[int, int] = {}
+    new_episode = np.ones(num_rows, dtype=bool)
+    while buf.size < capacity:
+        k = int(min(capacity - buf.size, g.integers(1, num_rows + 1)))
+        rows = g.choice(num_rows, size=k, replace=False)
+        slots = buf.reserve(rows, new_episode[rows])
+        z = torch.zeros
+        buf.store(
+            torch.from_numpy(slots),
+            z(k, 3),
+            z(k, 4, dtype=torch.long),
+            z(k),
+            torch.from_numpy(values[slots]),
+            z(k, 2),
+            z(k, 2),
+        )
+        for r, s in zip(rows.tolist(), slots.tolist()):
+            if r in last and not (steps[last[r]]["terminal"] or steps[last[r]]["truncated"]):
+                steps[last[r]]["next"] = s
+            steps.append({"row": r, "reward": np.float32(0), "terminal": False, "truncated": False, "next": None})
+            last[r] = s
+        new_episode[rows] = False
+        ev = g.choice(num_rows, size=int(g.integers(0, num_rows + 1)), replace=False)
+        rewards = (g.normal(size=len(ev)) * (g.random(len(ev)) < 0.7)).astype(np.float32)
+        terminal = g.random(len(ev)) < 0.15
+        truncated = ~terminal & (g.random(len(ev)) < 0.1)
+        buf.credit(ev, rewards, terminal, truncated)
+        for r, rew, te, tr in zip(ev.tolist(), rewards, terminal, truncated):
+            if r in last:
+                s = steps[last[r]]
+                s["reward"] = np.float32(s["reward"] + rew)
+                s["terminal"] |= bool(te)
+                s["truncated"] |= bool(tr)
+        new_episode[ev[terminal | truncated]] = True
+    # the data exercise every case: terminals, truncations, links, and rows of different lengths
+    assert any(s["terminal"] for s in steps) and any(s["truncated"] for s in steps)
+    assert sum(s["next"] is not None for s in steps) > capacity // 2
+    assert len({sum(s["row"] == r for s in steps) for r in range(num_rows)}) > 2
+
+    g32, l32 = np.float32(gamma), np.float32(lam)
+    delta = np.zeros(capacity, dtype=np.float32)
+    cont = np.zeros(capacity, dtype=np.float32)
+    for i, s in enumerate(steps):
+        v = values[i]
+        next_v = np.float32(0) if s["terminal"] else values[s["next"]] if s["next"] is not None else v
+        delta[i] = (s["reward"] + g32 * next_v) - v
+        linked = s["next"] is not None and not (s["terminal"] or s["truncated"])
+        cont[i] = np.float32(linked) * g32 * l32
+    order = sorted(range(capacity), key=lambda i: (steps[i]["row"], i))  # packed: by row, then arrival
+    position = {i: p for p, i in enumerate(order)}
+    runs = [[position[i] for i in order if steps[i]["row"] == r] for r in range(num_rows)]
+    adv = reference_sums(delta[order], cont[order], [r for r in runs if r])
+    ret = adv + values[order]
+
+    batch = buf.pack(gamma, lam)
+    assert batch.rows.reshape(-1).tolist() == [steps[i]["row"] for i in order]
+    assert torch.equal(batch.advantage.reshape(-1), torch.from_numpy(adv))
+    assert torch.equal(batch.ret.reshape(-1), torch.from_numpy(ret))
+
+
+# ---- 4. compiled decision step on the CPU --------------------------------------------------------
+def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
+    """`--train.compile true` on the CPU: a second epoch's collect compiles nothing new, and the
+    compiled PolicyActor.decide picks the same actions as the eager PolicyStep on the same inputs."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    counters.clear()
+    trainer = smoke_trainer("--train.compile", "true", "--train.compile-mode", "default", *batch_of(256))
+    learner = trainer.learner
+    assert learner.compiled and learner.forward is not learner.step
+    params = trainer.sampler.params_tensor()
+    trainer.collect(params)
+    graphs = counters["stats"]["unique_graphs"]
+    assert graphs >= 1, "the decision step was compiled"
+    trainer.collect(params)
+    assert counters["stats"]["unique_graphs"] == graphs, "the second epoch's collect recompiled the step"
+
+    # the next step's inputs, through the same StepTransfer views collect() hands the step
+    rows_np = np.flatnonzero(trainer.env.masks)
+    flags = trainer.episode_start[rows_np].copy()
+    flags[::3] = True  # some rows start a game, so both state paths are compared
+    slots = np.full(len(rows_np), trainer.buffer.capacity)
+    obs, rows, _, starts = trainer.transfer.upload(trainer.obs, rows_np, slots, flags)
+    h0 = torch.where(starts[:, None], 0.0, learner.state.h[rows])
+    c0 = torch.where(starts[:, None], 0.0, learner.state.c[rows])
+    assert h0.abs().sum() > 0, "carried LSTM state is part of the comparison"
+    rng = trainer.generator.get_state()
+    d = learner.decide(obs, rows, params, episode_start=starts)
+    got = [t.clone() for t in (d.actions, d.logprob, d.entropy, d.value, d.state_h, d.state_c)]
+    h_next, c_next = learner.state.h[rows].clone(), learner.state.c[rows].clone()
+    trainer.generator.set_state(rng)
+    uniforms = draw_uniforms(len(rows), trainer.generator)
+    actions, logprob, entropy, value, h1, c1 = learner.step(obs, h0, c0, params, uniforms)
+    assert torch.equal(got[0], actions), "compiled and eager pick different actions"
+    assert torch.equal(got[4], h0) and torch.equal(got[5], c0), "the decision reports the state it started from"
+    for name, a, b in (("logprob", got[1], logprob), ("entropy", got[2], entropy), ("value", got[3], value)):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")
+    torch.testing.assert_close(h_next, h1, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(c_next, c1, rtol=1e-5, atol=1e-5)
+    assert counters["stats"]["unique_graphs"] == graphs, "deciding with episode starts recompiled the step"
+
+
+# ---- 5. bf16 autocast of the loss ----------------------------------------------------------------
+def bf16_against_fp32(*overrides: str) -> None:
+    """One PPOUpdater.step in fp32 and in bf16 from the same weights, optimizer state and minibatch:
+    the loss statistics agree to bf16 accuracy, the gradients point the same way, and bf16 really
+    ran (the trunk's matmul produced bf16; results differ from fp32's bit pattern)."""
+    trainer = smoke_trainer(*overrides, "--train.bptt-horizon", "4", *batch_of(256, 64))
+    t, dev = trainer.cfg.train, trainer.device
+    params = trainer.sampler.params_tensor(dev)
+    trainer.collect(params)
+    batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
+    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01], device=dev)
+    segments = t.minibatch_size // t.bptt_horizon
+
+    def updater(policy, optimizer, precision: str) -> PPOUpdater:
+        settings = UpdateSettings(segments, 1, t.max_grad_norm, False, None, precision)
+        hidden = trainer.policy.hidden_size
+        return PPOUpdater(policy, trainer.sampler, optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, dev)
+
+    # one fp32 step first, so the PPO ratio and the Adam moments are away from their trivial start
+    warm = updater(trainer.policy, trainer.optimizer, "fp32")
+    warm.load_minibatch(batch, torch.arange(segments, device=dev))
+    warm.step(params, coefs)
+    (p32, o32), (p16, o16) = (copy.deepcopy((trainer.policy, trainer.optimizer)) for _ in range(2))
+    u32, u16 = updater(p32, o32, "fp32"), updater(p16, o16, "bf16")
+    index = torch.randperm(batch.obs.shape[0], generator=torch.Generator().manual_seed(0))[:segments].to(dev)
+    dtypes = {}
+
+    def record_dtype(name):
+        def hook(module, inputs, output):
+            dtypes.setdefault(name, output.dtype)
+
+        return hook
+
+    for name, policy in (("fp32", p32), ("bf16", p16)):
+        policy.trunk[0].register_forward_hook(record_dtype(name))
+    for u in (u32, u16):
+        u.load_minibatch(batch, index)
+    s32, s16 = u32.step(params, coefs), u16.step(params, coefs)
+    assert dtypes == {"fp32": torch.float32, "bf16": torch.bfloat16}, "autocast ran the bf16 step in bf16"
+    assert s16.dtype == torch.float32 and torch.isfinite(s16).all()
+    assert float(s32[STAT_NAMES.index("approx_kl")]) > 0, "the step starts away from ratio 1"
+    assert not torch.equal(s16, s32), "bf16 statistics are bit-identical to fp32's: autocast did nothing"
+    stat = {n: (float(a), float(b)) for n, a, b in zip(STAT_NAMES, s32.cpu(), s16.cpu())}
+    for name in ("policy_loss", "value_loss", "entropy"):
+        assert stat[name][1] == pytest.approx(stat[name][0], rel=5e-2, abs=1e-2), f"{name}: {stat[name]}"
+    for name in ("approx_kl", "clipfrac", "ratio_max_dev"):
+        assert stat[name][1] == pytest.approx(stat[name][0], abs=5e-2), f"{name}: {stat[name]}"
+    g32 = torch.cat([p.grad.reshape(-1) for p in p32.parameters()])
+    g16 = torch.cat([p.grad.reshape(-1) for p in p16.parameters()])
+    assert all(p.dtype == torch.float32 for p in p16.parameters()), "weights stay fp32"
+    assert g16.dtype == torch.float32 and not torch.equal(g16, g32)
+    cosine = torch.nn.functional.cosine_similarity(g16.double(), g32.double(), dim=0)
+    assert cosine > 0.99, f"bf16 gradients point elsewhere: cosine {float(cosine):.4f}"
+
+
+def test_bf16_step_matches_fp32_on_the_cpu():
+    bf16_against_fp32()
+
+
+# ---- 6. what auto means ----------------------------------------------------------------------------
+def test_device_auto_and_compile_auto_resolve_for_this_machine():
+    assert resolve_device("auto") == torch.device("cuda" if CUDA else "cpu")
+    if not CUDA:
+        assert resolve_device("auto") == torch.device("cpu")
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    cases = [
+        ("auto", "reduce-overhead", cpu, None),
+        ("auto", "reduce-overhead", cuda, "reduce-overhead"),
+        ("auto", "default", cuda, "default"),
+        ("true", "default", cpu, "default"),
+        ("true", "max-autotune", cuda, "max-autotune"),
+        ("false", "reduce-overhead", cpu, None),
+        ("false", "reduce-overhead", cuda, None),
+    ]
+    for switch, mode, device, want in cases:
+        cfg = load_config(SMOKE, ["--train.compile", switch, "--train.compile-mode", mode])
+        assert compile_mode_for(cfg, device) == want, (switch, mode, device)
+    # a trainer with device = auto and compile = auto on this machine
+    trainer = smoke_trainer("--base.device", "auto", "--train.compile", "auto", *batch_of(256))
+    assert trainer.device == resolve_device("auto")
+    assert next(trainer.policy.parameters()).device.type == trainer.device.type
+    assert trainer.buffer.obs.device.type == trainer.device.type
+    if not CUDA:
+        assert not trainer.learner.compiled and not trainer.updater.compiled, "auto does not compile on the CPU"
+        assert trainer.transfer.up is trainer.transfer.host, "no device copy on the CPU"
+
+
+# ---- 7. episode starts zero the LSTM state -------------------------------------------------------
+def test_episode_start_decides_from_a_zero_state_and_other_rows_keep_theirs():
+    trainer = smoke_trainer(*batch_of(256))
+    obs_np = trainer.env.reset(trainer.cfg.base.seed)
+    rows_np = np.flatnonzero(trainer.env.masks)
+    num_rows = trainer.env.num_agents
+    actor = PolicyActor(trainer.policy, trainer.sampler, num_rows, torch.Generator().manual_seed(0))
+    g = torch.Generator().manual_seed(1)
+    actor.state.h.copy_(torch.randn(num_rows, actor.policy.hidden_size, generator=g))
+    actor.state.c.copy_(torch.randn(num_rows, actor.policy.hidden_size, generator=g))
+    stored_h, stored_c = actor.state.h.clone(), actor.state.c.clone()
+    rows = torch.from_numpy(rows_np)
+    obs = torch.from_numpy(obs_np[rows_np])
+    flag = torch.arange(len(rows)) % 3 == 0
+    assert flag.any() and (~flag).any()
+
+    d = actor.decide(obs, rows, episode_start=flag)
+    assert torch.count_nonzero(d.state_h[flag]) == 0 and torch.count_nonzero(d.state_c[flag]) == 0
+    assert torch.equal(d.state_h[~flag], stored_h[rows[~flag]])
+    assert torch.equal(d.state_c[~flag], stored_c[rows[~flag]])
+    # the rows' next state is a step from exactly that state
+    params, uniforms = actor.default_params, draw_uniforms(len(rows), torch.Generator().manual_seed(2))
+    zero_h = torch.where(flag[:, None], 0.0, stored_h[rows])
+    zero_c = torch.where(flag[:, None], 0.0, stored_c[rows])
+    *_, h1, c1 = actor.step(obs, zero_h, zero_c, params, uniforms)
+    assert torch.equal(actor.state.h[rows], h1) and torch.equal(actor.state.c[rows], c1)
+    # without the flag those rows would have continued from their stored state: the flag mattered
+    *_, h_kept, _ = actor.step(obs, stored_h[rows], stored_c[rows], params, uniforms)
+    assert not torch.allclose(h_kept[flag], h1[flag])
+    assert torch.equal(h_kept[~flag], h1[~flag])
+    # rows that did not decide are untouched
+    others = torch.from_numpy(np.setdiff1d(np.arange(num_rows), rows_np))
+    assert len(others) and torch.equal(actor.state.h[others], stored_h[others])
+    assert torch.equal(actor.state.c[others], stored_c[others])
+
+
+# ---- 8. CUDA ------------------------------------------------------------------------------------
+def sync_checked(fn, armed: dict):
+    """`fn` run under torch.cuda.set_sync_debug_mode("error") while armed["on"]: a synchronising
+    CUDA call inside it raises RuntimeError."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not armed["on"]:
+            return fn(*args, **kwargs)
+        armed["calls"] += 1
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+
+    return wrapper
+
+
+def arm_hot_loop(trainer: Trainer, monkeypatch) -> dict:
+    """The rollout's per-step device work, learner.decide and buffer.store, runs sync-checked when
+    armed. (StepTransfer's non_blocking copies and its event wait are the step's one intended sync,
+    so they stay outside.)"""
+    armed = {"on": False, "calls": 0}
+    monkeypatch.setattr(trainer.learner, "decide", sync_checked(trainer.learner.decide, armed))
+    monkeypatch.setattr(trainer.buffer, "store", sync_checked(trainer.buffer.store, armed))
+    return armed
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA (torch sees no GPU here)")
+def test_cuda_eager_rollout_hot_loop_never_syncs(monkeypatch):
+    trainer = smoke_trainer("--base.device", "cuda", "--train.compile", "false", *batch_of(256))
+    params = trainer.sampler.params_tensor(trainer.device)
+    armed = arm_hot_loop(trainer, monkeypatch)
+    trainer.collect(params)  # warm-up: lazy cuBLAS/cuRAND/allocator initialisation may sync once
+    torch.cuda.synchronize()
+    armed["on"] = True
+    trainer.collect(params)
+    assert armed["calls"] == 2 * 256 // NUM_GAMES, "decide and store ran sync-checked every step"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA (torch sees no GPU here)")
+def test_cuda_compiled_epochs_record_cuda_graphs_once_and_never_sync(monkeypatch):
+    """reduce-overhead on CUDA: the decision step and the loss become CUDA graphs in the first
+    epoch; the second epoch replays them (no new recording), and the replayed hot loop never syncs.
+
+    Recordings are counted at CUDAGraphTreeManager.record_function, the single place in
+    torch/_inductor/cudagraph_trees.py that creates a CUDAGraphNode (a captured graph): warm-up
+    runs and replays (execute_node) do not pass through it, every (re-)recording does. The
+    inductor counters have no plain "recorded" count."""
+    from torch._dynamo.utils import counters
+    from torch._inductor import cudagraph_trees
+
+    torch._dynamo.reset()
+    counters.clear()
+    recorded = Counter()
+    record = cudagraph_trees.CUDAGraphTreeManager.record_function
+
+    def counting(self, *args, **kwargs):
+        recorded["graphs"] += 1
+        return record(self, *args, **kwargs)
+
+    monkeypatch.setattr(cudagraph_trees.CUDAGraphTreeManager, "record_function", counting)
+    trainer = smoke_trainer(
+        "--base.device", "cuda", "--train.compile", "true", "--train.compile-mode", "reduce-overhead",
+        "--train.update-epochs", "2",
+    )  # fmt: skip
+    assert trainer.learner.compiled and trainer.updater.compiled
+    first = trainer.train_epoch()
+    after_first = recorded["graphs"]
+    assert after_first >= 2, "the decision step and the loss were recorded as CUDA graphs"
+    assert counters["inductor"]["cudagraph_skips"] == 0, "inductor skipped CUDA graphs"
+    graphs = counters["stats"]["unique_graphs"]
+    second = trainer.train_epoch()
+    assert recorded["graphs"] == after_first, "the second epoch re-recorded CUDA graphs"
+    assert counters["stats"]["unique_graphs"] == graphs, "the second epoch recompiled"
+    assert np.isfinite(first["losses/value_loss"]) and np.isfinite(second["losses/value_loss"])
+
+    armed = arm_hot_loop(trainer, monkeypatch)
+    armed["on"] = True
+    trainer.collect(trainer.sampler.params_tensor(trainer.device))
+    assert armed["calls"] == 2 * trainer.cfg.train.batch_size // NUM_GAMES
+    assert recorded["graphs"] == after_first
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA (torch sees no GPU here)")
+def test_bf16_step_matches_fp32_on_cuda():
+    bf16_against_fp32("--base.device", "cuda", "--train.compile", "false")
