@@ -351,3 +351,18 @@ def test_bad_config_fails_at_start_naming_the_key(tmp_path, capsys):
     assert not any(Path(tmp_path).iterdir()), "a refused run creates nothing"
     rc = train_cli.main(["--config", SMOKE, "--train.minibatch-size", "200", "--base.experiments-dir", str(tmp_path)])
     assert rc == 2 and "minibatch_size" in capsys.readouterr().err
+
+
+def test_a_sampling_stream_saved_on_another_device_restarts_from_the_seed_with_a_warning():
+    """A CPU run resumed on a GPU (or back): the generator state formats differ, so the stream
+    cannot continue; it restarts from the seed and the resume says so."""
+    trainer = smoke_trainer()
+    state = trainer.state_dict()
+    state["rng"]["generator_device"] = "cuda"
+    state["rng"]["generator"] = torch.zeros(16, dtype=torch.uint8)  # a CUDA (philox) state's size
+    trainer.generator.manual_seed(123)
+    logs: list[str] = []
+    trainer.load_state_dict(state, log=logs.append)
+    assert any("sampling stream was saved on cuda" in line for line in logs)
+    fresh = torch.Generator().manual_seed(trainer.cfg.base.seed)
+    assert torch.equal(trainer.generator.get_state(), fresh.get_state())
