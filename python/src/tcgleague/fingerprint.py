@@ -38,6 +38,7 @@ SOURCE_PATTERNS = (
     "policy/tcg_sampler.py",
     "trainer.py",
     "rollout.py",
+    "transfer.py",
     "ppo.py",
 )
 ACTION_SPACE_KEYS = (

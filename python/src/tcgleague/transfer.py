@@ -57,7 +57,7 @@ class StepTransfer:
 
     def download(self, actions: torch.Tensor) -> np.ndarray:
         """The actions as int32 numpy [num_games, ACTION_WIDTH] (a buffer reused every step)."""
-        self.actions.copy_(actions, non_blocking=True)
+        self.actions.copy_(actions.to(torch.int32), non_blocking=True)
         if self.ready is not None:
             self.ready.record()
             self.ready.synchronize()

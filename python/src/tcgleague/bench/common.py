@@ -51,11 +51,13 @@ def timed(device: torch.device, fn, repeats: int = 1) -> float:
 
 class GraphRecordings:
     """Counts CUDA-graph recordings: torch's CUDA-graph trees announce each one through dynamo's
-    callback handler (trigger CUDAGRAPH_RECORDING). Stays 0 on the CPU."""
+    callback handler (trigger CUDAGRAPH_RECORDING). Stays 0 on the CPU; `supported` is False in
+    a torch without that trigger (then the count means nothing)."""
 
     def __init__(self):
         self.count = 0
         trigger = getattr(torch._dynamo.callback.CallbackTrigger, "CUDAGRAPH_RECORDING", None)
+        self.supported = trigger is not None
 
         def on_start(args) -> None:
             if args.callback_trigger == trigger:

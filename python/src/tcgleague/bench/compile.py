@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> dict:
         "decide_compiled_ms": ms["decide", "compiled"],
         "decide_ratio": ms["decide", "compiled"] / ms["decide", "eager"],
         "recompiles_after_warmup": int(recompiles),
-        "cudagraph_recordings_in_warmup": recorded,
-        "cudagraph_recordings_after_warmup": recordings.count - recorded,
+        "cudagraph_recordings_in_warmup": recorded if recordings.supported else None,
+        "cudagraph_recordings_after_warmup": recordings.count - recorded if recordings.supported else None,
         "timed_steps": args.steps,
         "compile_mode": mode,
         "warmup_seconds": warmup_seconds,
@@ -108,7 +108,11 @@ def run(args: argparse.Namespace) -> dict:
             ("decision step eager / compiled", f"{ms['decide', 'eager']:.2f} / {ms['decide', 'compiled']:.2f} ms", ""),
             ("  compiled / eager", f"{figures['decide_ratio']:.3f}", ""),
             ("recompiles after warm-up", str(recompiles), "0"),
-            ("CUDA-graph recordings in warm-up / after", f"{recorded} / {recordings.count - recorded}", "- / 0"),
+            (
+                "CUDA-graph recordings in warm-up / after",
+                f"{recorded} / {recordings.count - recorded}" if recordings.supported else "not reported by this torch",
+                "- / 0",
+            ),
             ("warm-up (compile) time", f"{warmup_seconds:.1f} s", ""),
         ],
     )
