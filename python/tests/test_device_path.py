@@ -214,10 +214,11 @@ def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_and_starts():
     n = 6
     transfer = StepTransfer(n, torch.device("cpu"))
     g = np.random.default_rng(0)
-    # a few rows near the float32 limit: a broadcast obs array stands in for 2**24 rows
+    # slots near the float32 limit (rows are indices into obs, so they stay small here; they
+    # travel in the same float32 values as the slots)
     base = g.normal(size=(1, OBS_SIZE)).astype(np.float32)
-    obs = np.broadcast_to(base, (EXACT_INT_LIMIT, OBS_SIZE))
-    rows = np.array([0, 1, 12345, EXACT_INT_LIMIT - 3, EXACT_INT_LIMIT - 2, 7])
+    obs = np.repeat(base, 40, 0)
+    rows = np.array([0, 1, 33, 38, 39, 7])
     slots = np.array([0, EXACT_INT_LIMIT - 1, 3, EXACT_INT_LIMIT - 2, 511, 2**23 + 1])
     starts = np.array([True, False, False, True, True, False])
     up_obs, up_rows, up_slots, up_starts = transfer.upload(obs, rows, slots, starts)
@@ -229,7 +230,7 @@ def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_and_starts():
     assert up_obs.data_ptr() == transfer.host.data_ptr() and up_obs.untyped_storage().data_ptr() == (
         transfer.host.untyped_storage().data_ptr()
     )
-    transfer.host_np[2, 5] = 1234.5
+    transfer.host_obs[2, 5] = 1234.5
     assert up_obs[2, 5].item() == 1234.5, "a write to the host buffer is seen through the upload"
 
     # real observations of distinct rows land in game order

@@ -75,7 +75,7 @@ class PolicyActor:
     entropy of its decisions on the device (read once, when a match ends).
 
     With `compile_mode` the step is torch.compile'd. Its inputs are then gathered into static
-    buffers, one set per batch size, filled in place: `reduce-overhead` replays one CUDA graph
+    buffers, one set per batch size, filled in place (eagerly, fresh tensors are as good): `reduce-overhead` replays one CUDA graph
     only while every input keeps its address and shape (the trainer always decides for exactly
     one row per game, so it has one size)."""
 
@@ -101,7 +101,7 @@ class PolicyActor:
         self.default_params = sampler.params_tensor(self.device)  # the sampler's, as this actor was made
         self.inputs: dict[int, dict[str, torch.Tensor]] = {}  # static input buffers by batch size
 
-    def _input_buffers(self, n: int) -> dict[str, torch.Tensor]:
+    def _static_inputs(self, n: int) -> dict[str, torch.Tensor]:
         if n not in self.inputs:
             hidden, dev = self.policy.hidden_size, self.device
             buffers = {
@@ -109,7 +109,7 @@ class PolicyActor:
                 "c": torch.zeros(n, hidden, device=dev),
                 "uniforms": torch.zeros(n, 4, UNIFORM_WIDTH, device=dev),
             }
-            if self.compiled and dev.type == "cuda":
+            if dev.type == "cuda":
                 for t in buffers.values():
                     torch._dynamo.mark_static_address(t)
             self.inputs[n] = buffers
@@ -126,22 +126,23 @@ class PolicyActor:
         """Acts for env rows `rows` (long, on the device) from their observations `obs`
         [len(rows), obs_size] and advances their LSTM state. Rows flagged in `episode_start`
         start from a zero state (their game is new), so a caller need not reset rows itself."""
-        buf = self._input_buffers(len(rows))
-        torch.index_select(self.state.h, 0, rows, out=buf["h"])
-        torch.index_select(self.state.c, 0, rows, out=buf["c"])
+        n = len(rows)
+        buf = self._static_inputs(n) if self.compiled else {"h": None, "c": None, "uniforms": None}
+        h = torch.index_select(self.state.h, 0, rows, out=buf["h"])
+        c = torch.index_select(self.state.c, 0, rows, out=buf["c"])
         if episode_start is not None:
-            keep = (~episode_start).to(buf["h"].dtype)[:, None]
-            buf["h"].mul_(keep)
-            buf["c"].mul_(keep)
-        draw_uniforms(len(rows), self.generator, out=buf["uniforms"])
+            keep = (~episode_start).to(h.dtype)[:, None]
+            h.mul_(keep)
+            c.mul_(keep)
+        uniforms = draw_uniforms(n, self.generator, out=buf["uniforms"])
         if params is None:
             params = self.default_params
         if self.compiled:
             torch.compiler.cudagraph_mark_step_begin()
-        actions, logprob, entropy, value, h2, c2 = self.forward(obs, buf["h"], buf["c"], params, buf["uniforms"])
+        actions, logprob, entropy, value, h2, c2 = self.forward(obs, h, c, params, uniforms)
         self.state.h.index_copy_(0, rows, h2)
         self.state.c.index_copy_(0, rows, c2)
-        return Decision(actions, logprob, entropy, value, buf["h"], buf["c"])
+        return Decision(actions, logprob, entropy, value, h, c)
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         rows_dev = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(self.device)

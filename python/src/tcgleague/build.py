@@ -62,6 +62,8 @@ def build_trainer(
     if cfg.base.torch_threads > 0:
         torch.set_num_threads(cfg.base.torch_threads)
     device = resolve_device(cfg.base.device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)  # kernels, streams and events of this run all on that GPU
     env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg))
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), cfg.base.seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)

@@ -122,6 +122,9 @@ class PPOUpdater:
             k: torch.zeros(s, device=device, dtype=torch.long if k == "actions" else torch.float32)
             for k, s in shapes.items()
         }
+        if device.type == "cuda":  # fixed addresses: a CUDA graph reads them in place, without a copy
+            for t in self.minibatch.values():
+                torch._dynamo.mark_static_address(t)
         self.params = list(self.policy.parameters())
         self._warm_gradients()
 

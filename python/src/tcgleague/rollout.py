@@ -7,7 +7,7 @@ and are credited to its previous stored step. Steps are stored in arrival order,
 row by row so each row's decisions are consecutive; every step also keeps the LSTM state it
 was taken from, so training can restart the recurrence exactly wherever a segment, a row or
 an episode begins. Data never crosses an epoch, so PPO's ratio is exactly 1 before the first
-gradient step.
+gradient step (up to rounding when the loss runs in bf16: `[train] precision`).
 
 The buffer lives in two halves so that an env step moves nothing but observations and actions
 between host and device. What the env reports (rows, rewards, done flags, which step follows

@@ -5,7 +5,7 @@ learner; league: one seat per game may be a frozen member or a bot - the opponen
 packs them per row (rollout.py), runs the clipped-PPO update (ppo.py), applies the global-step
 anneals, evaluates against the bots now and then (match.py), logs, and hands checkpoints to the
 caller. Only a row's own decisions are trained; the learner's LSTM state lives per row (in its
-PolicyActor) and is zeroed by row index when its game ends.
+PolicyActor, on the policy's device) and restarts from zeros at the first decision of a game.
 
 The trainer is handed its collaborators (env, policy, sampler, opponent side, logger,
 dashboard); `build.build_trainer(cfg, run_dir)` is the one place that makes them from a config.
@@ -91,7 +91,9 @@ class Trainer:
                 f"({self.total_epochs} epochs of batch_size {t.batch_size})"
             )
         self.total_steps = self.total_epochs * t.batch_size
-        self.optimizer = torch.optim.Adam(policy.parameters(), lr=t.learning_rate, eps=t.adam_eps)
+        self.optimizer = torch.optim.Adam(
+            policy.parameters(), lr=t.learning_rate, eps=t.adam_eps, fused=self.device.type == "cuda"
+        )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(t.lr_schedule, self.total_epochs))
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume

@@ -1,13 +1,14 @@
 """The rollout's host/device boundary: per env step exactly one host->device copy (what the
 learner needs about the deciding row of every game) and one device->host copy (its actions).
 
-Up-going data is packed as the columns of ONE pinned float32 buffer [num_games, OBS_SIZE + 3]:
-the observation, the env row, the rollout-buffer slot the decision goes to (`capacity` = not
-stored) and whether the row starts an episode. Integers below EXACT_INT_LIMIT (2**24) are
-exact in float32; config validation keeps rows and slots below it. The copy is `non_blocking` from pinned
-memory, so it overlaps with the host's work; the actions come back into a pinned buffer after
-one event wait, the step's only synchronisation. On the CPU both "copies" are views of the
-same memory and nothing is copied at all.
+Up-going data sits in ONE flat pinned float32 buffer: the deciding rows' observations
+[num_games, OBS_SIZE], then three rows of num_games values each: the env row, the
+rollout-buffer slot the decision goes to (`capacity` = not stored) and whether the row starts
+an episode. Integers below EXACT_INT_LIMIT (2**24) are exact in float32; config validation
+keeps rows and slots below it. The copy is `non_blocking` from pinned memory; the actions come
+back into a pinned buffer after one event wait, the step's only synchronisation. The device
+views are made once, so a compiled step sees the same (static) observation tensor every step.
+On the CPU host and device are the same memory and nothing is copied at all.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ import torch
 from .config.sections import EXACT_INT_LIMIT
 from .layout import ACTION_WIDTH, OBS_SIZE
 
-ROW, SLOT, START = OBS_SIZE, OBS_SIZE + 1, OBS_SIZE + 2  # the extra columns
-WIDTH = OBS_SIZE + 3
+ROW, SLOT, START = 0, 1, 2  # the rows of the per-game values after the observations
 
 
 class StepTransfer:
@@ -31,34 +31,36 @@ class StepTransfer:
             raise ValueError(f"{num_games} games: env rows must stay below {EXACT_INT_LIMIT} to travel in float32")
         self.device = torch.device(device)
         cuda = self.device.type == "cuda"
-        self.host = torch.zeros(num_games, WIDTH, pin_memory=cuda)
-        self.host_np = self.host.numpy()
-        self.up = torch.zeros(num_games, WIDTH, device=self.device) if cuda else self.host
+        size = num_games * OBS_SIZE
+        self.host = torch.zeros(size + 3 * num_games, pin_memory=cuda)
+        self.up = torch.zeros_like(self.host, device=self.device) if cuda else self.host
+        host_np = self.host.numpy()
+        self.host_obs, self.host_values = host_np[:size].reshape(num_games, OBS_SIZE), host_np[size:].reshape(3, -1)
+        self.obs, self.values = self.up[:size].view(num_games, OBS_SIZE), self.up[size:].view(3, num_games)
         self.actions = torch.zeros(num_games, ACTION_WIDTH, dtype=torch.int32, pin_memory=cuda)
         self.actions_np = self.actions.numpy()
         self.ready = torch.cuda.Event() if cuda else None
-        if cuda:  # its address never changes: a compiled step may treat it as a static input
-            torch._dynamo.mark_static_address(self.up)
+        if cuda:  # the address never changes: a compiled step may take it as a static input
+            torch._dynamo.mark_static_address(self.obs)
 
     def upload(
         self, obs: np.ndarray, rows: np.ndarray, slots: np.ndarray, starts: np.ndarray
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """obs [num_rows, OBS_SIZE] (all rows), the deciding `rows` (one per game, in game
-        order), their buffer `slots` and episode-start flags -> device views of the same."""
-        h = self.host_np
-        h[:, :OBS_SIZE] = obs[rows]
-        h[:, ROW] = rows
-        h[:, SLOT] = slots
-        h[:, START] = starts
+        order), their buffer `slots` and episode-start flags -> the same on the device."""
+        np.take(obs, rows, axis=0, out=self.host_obs, mode="clip")  # "clip": unbuffered, rows are valid
+        self.host_values[ROW] = rows
+        self.host_values[SLOT] = slots
+        self.host_values[START] = starts
         if self.up is not self.host:
             self.up.copy_(self.host, non_blocking=True)
-        up = self.up
-        return up[:, :OBS_SIZE], up[:, ROW].long(), up[:, SLOT].long(), up[:, START] > 0.5
+        v = self.values
+        return self.obs, v[ROW].long(), v[SLOT].long(), v[START] > 0.5
 
     def download(self, actions: torch.Tensor) -> np.ndarray:
         """The actions as int32 numpy [num_games, ACTION_WIDTH] (a buffer reused every step)."""
         self.actions.copy_(actions.to(torch.int32), non_blocking=True)
         if self.ready is not None:
-            self.ready.record()
+            self.ready.record(torch.cuda.current_stream(self.device))
             self.ready.synchronize()
         return self.actions_np

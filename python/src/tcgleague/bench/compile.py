@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> dict:
         )
 
     games = trainer.env.num_games
-    obs, rows = trainer.buffer.obs[:games].clone(), torch.arange(games, device=device) * 2
+    obs, rows = trainer.transfer.obs, torch.arange(games, device=device) * 2  # the rollout's own input tensor
     kinds = {
         "step": {m: updater(m == "compiled") for m in ("eager", "compiled")},
         "decide": {m: actor(m == "compiled") for m in ("eager", "compiled")},
@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> dict:
     }
     start = time.perf_counter()
     for kind, pair in kinds.items():
-        timed(device, calls[kind](pair["compiled"]), args.warmup)
+        for obj in pair.values():
+            timed(device, calls[kind](obj), args.warmup)
     warmup_seconds = time.perf_counter() - start
     graphs, recorded = counters["stats"]["unique_graphs"], recordings.count
     ms = {

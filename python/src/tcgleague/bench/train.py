@@ -9,7 +9,6 @@ import time
 
 import torch
 
-from ..layout import OBS_SIZE
 from ..transfer import ROW
 from .common import build_trainer, print_table, timed
 
@@ -42,8 +41,7 @@ def rollout_compute_seconds(trainer, steps: int) -> float:
     """The rollout's model work alone: `steps` learner decisions (the trainer's own, possibly
     compiled, step) for every game, on the last step's upload (the very tensors the rollout
     feeds it, so a compiled step replays rather than compiling anew)."""
-    up = trainer.transfer.up
-    obs, rows = up[:, :OBS_SIZE], up[:, ROW].long()
+    obs, rows = trainer.transfer.obs, trainer.transfer.values[ROW].long()
     params = trainer.sampler.params_tensor(trainer.device)
     return timed(trainer.device, lambda: trainer.learner.decide(obs, rows, params), steps)
 
