@@ -589,3 +589,88 @@ def test_legal_list_is_zero_beyond_its_count_on_every_row():
         assert (counts[env.masks] > 0).all()
         for row, n in enumerate(counts):
             assert not obs[row, start + 4 * n : count_at].any(), f"stale legal entries in row {row}"
+
+
+def snapshot(env: TCGEnv):
+    return env.observations.copy(), env.masks.copy(), [env.engine.export_position(g) for g in range(env.num_games)]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        -4294967272,  # int64 that a bare int32 cast wraps to a legal-looking 24
+        2**40,
+        -1,
+        0.5,  # fractional: a cast would truncate it and play 0
+        np.nan,
+        np.inf,
+        -np.inf,
+    ],
+)
+def test_action_values_that_are_not_integers_in_range_are_refused_and_move_nothing(value):
+    env = TCGEnv(num_games=2, seed=3)
+    env.reset()
+    row = active_rows(env)[0]
+    actions = random_actions(env.observations, np.random.default_rng(0)).astype(np.float64)
+    actions[row, 1] = actions[row, 1] + 0.5 if value == 0.5 else value  # a legal value + 0.5
+    before = snapshot(env)
+    with pytest.raises(
+        IllegalActionError, match=rf"row {row} \(game {row // 2}, seat {row % 2}\).*integer in \[0, size\)"
+    ):
+        env.step(actions)
+    after = snapshot(env)
+    assert np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1]) and before[2] == after[2]
+
+
+def test_int64_wraparound_is_refused_before_any_cast():
+    env = TCGEnv(num_games=2, seed=3)
+    env.reset()
+    actions = random_actions(env.observations, np.random.default_rng(0)).astype(np.int64)
+    row = active_rows(env)[1]
+    actions[row, 0] = -4294967272  # == 24 after a wrapping int32 cast
+    with pytest.raises(IllegalActionError, match=f"row {row}"):
+        env.step(actions)
+
+
+def test_integral_actions_of_any_numeric_dtype_play_the_same_game():
+    games = [TCGEnv(num_games=3, seed=9) for _ in range(3)]
+    for env in games:
+        env.reset()
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        actions = random_actions(games[0].observations, rng)
+        for env, dtype in zip(games, (np.int32, np.int64, np.float32)):
+            env.step(actions.astype(dtype))
+    assert np.array_equal(games[0].observations, games[1].observations)
+    assert np.array_equal(games[0].observations, games[2].observations)
+
+
+def test_a_wrong_shape_or_dtype_is_a_type_error():
+    env = TCGEnv(num_games=2, seed=3)
+    env.reset()
+    actions = random_actions(env.observations, np.random.default_rng(0))
+    with pytest.raises(TypeError, match=r"shape \(4, 4\)"):
+        env.step(actions[:3])
+    with pytest.raises(TypeError, match="dtype"):
+        env.step(actions.astype(str))
+    with pytest.raises(TypeError, match="dtype"):
+        env.step(actions.astype(bool))
+
+
+@pytest.mark.parametrize("index", [np.inf, 0.5, -1, "1", [0], None, 10**6])
+def test_aec_refuses_action_indices_that_are_not_integers_in_range(index):
+    aec = TCGAECEnv()
+    aec.reset(seed=0)
+    agent = aec.agent_selection
+    before = aec.observe(agent)["observation"].copy()
+    with pytest.raises(IllegalActionError, match="action index"):
+        aec.step(index)
+    assert aec.agent_selection == agent and np.array_equal(aec.observe(agent)["observation"], before)
+
+
+def test_aec_accepts_an_integral_float_index():
+    a, b = TCGAECEnv(), TCGAECEnv()
+    a.reset(seed=0), b.reset(seed=0)
+    a.step(0), b.step(np.float64(0.0))
+    assert a.agent_selection == b.agent_selection
+    assert np.array_equal(a.observe(a.agent_selection)["observation"], b.observe(b.agent_selection)["observation"])

@@ -19,14 +19,39 @@ from pettingzoo import AECEnv
 
 from .engine import LAYOUT, Engine
 from .engine.cards import DEFAULT_CARDS, CardPool, deck_weights, load_card_pool
-from .layout import ACTION_WIDTH, COUNT, DRAW, LEGAL, MAX_LEGAL, OBS_SIZE, PASS
+from .layout import ACTION_WIDTH, COUNT, DRAW, HEAD_SIZES, LEGAL, MAX_LEGAL, OBS_SIZE, PASS
 
 ACTION_TYPES = {v: k for k, v in LAYOUT["action_types"].items()}
 EPISODE_FIELDS = LAYOUT["episode_fields"]
 
 
 class IllegalActionError(ValueError):
-    """An active row's action is not in its game's legal list: a bug in the caller."""
+    """An action is not in its game's legal list, or not an integer in its head's range: a bug
+    in the caller. Nothing was stepped."""
+
+
+def checked_actions(actions, active: np.ndarray) -> np.ndarray:
+    """`actions` as int32 [rows, ACTION_WIDTH] for the row mask `active`, refusing anything but
+    integral values in each head's range [0, size) on active rows (a bare cast would wrap int64
+    and truncate 24.5 into a legal-looking action). Inactive rows are ignored (sent as zeros).
+    TypeError for a wrong shape or a non-numeric dtype; IllegalActionError naming the first bad
+    active row otherwise."""
+    a = np.asarray(actions)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"actions must be an integer or float array, got dtype {a.dtype}")
+    if a.size != len(active) * ACTION_WIDTH:
+        raise TypeError(f"actions must have shape ({len(active)}, {ACTION_WIDTH}), got {a.shape}")
+    a = np.where(active[:, None], a.reshape(len(active), ACTION_WIDTH), 0)
+    with np.errstate(invalid="ignore"):
+        ok = (a >= 0) & (a < np.asarray(HEAD_SIZES)) & (np.floor(a) == a)
+    bad = np.flatnonzero(~ok.all(1))
+    if len(bad):
+        row = int(bad[0])
+        raise IllegalActionError(
+            f"row {row} (game {row // 2}, seat {row % 2}): action {tuple(a[row].tolist())} is not a legal action: "
+            f"each of (type, a, b, c) must be an integer in [0, size) with sizes {HEAD_SIZES}"
+        )
+    return np.ascontiguousarray(a, dtype=np.int32)
 
 
 def observation_space() -> gymnasium.spaces.Box:
@@ -92,7 +117,7 @@ class TCGEnv(pufferlib.PufferEnv):
         return self.observations, []
 
     def step(self, actions):
-        actions = np.ascontiguousarray(actions, dtype=np.int32).reshape(self.num_agents, -1)
+        actions = checked_actions(actions, self.masks.astype(bool))
         refused = self.engine.step(actions)
         if refused is not None:
             game, row, n_legal = refused
@@ -213,9 +238,14 @@ class TCGAECEnv(AECEnv):
             return self._was_dead_step(action)
         seat = self.possible_agents.index(agent)
         n_legal = int(self._obs[seat, COUNT])
-        if action is None or not 0 <= int(action) < n_legal:
-            raise IllegalActionError(f"{agent}: action index {action} is not legal; there are {n_legal} legal actions")
-        start = LEGAL.start + ACTION_WIDTH * int(action)
+        index = np.asarray(action) if action is not None else None
+        if index is None or index.ndim != 0 or index.dtype.kind not in "iuf" or not 0 <= index < n_legal:
+            raise IllegalActionError(
+                f"{agent}: action index {action!r} is not legal; there are {n_legal} legal actions"
+            )
+        if index != np.floor(index):
+            raise IllegalActionError(f"{agent}: action index {action!r} is not an integer (0 .. {n_legal - 1})")
+        start = LEGAL.start + ACTION_WIDTH * int(index)
         self._actions[:] = 0
         self._actions[seat] = self._obs[seat, start : start + ACTION_WIDTH]
         self._cumulative_rewards[agent] = 0.0
