@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from .devices import mark_static
 from .layout import legal_from_obs
 from .policy.tcg_policy import TCGPolicy
 from .policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler, draw_uniforms
@@ -75,9 +76,9 @@ class PolicyActor:
     entropy of its decisions on the device (read once, when a match ends).
 
     With `compile_mode` the step is torch.compile'd. Its inputs are then gathered into static
-    buffers, one set per batch size, filled in place (eagerly, fresh tensors are as good): `reduce-overhead` replays one CUDA graph
-    only while every input keeps its address and shape (the trainer always decides for exactly
-    one row per game, so it has one size)."""
+    buffers, one set per batch size, filled in place (eager calls use fresh tensors):
+    `reduce-overhead` replays one CUDA graph only while every input keeps its address and shape
+    (the trainer always decides for exactly one row per game, so it has one size)."""
 
     def __init__(
         self,
@@ -109,9 +110,7 @@ class PolicyActor:
                 "c": torch.zeros(n, hidden, device=dev),
                 "uniforms": torch.zeros(n, 4, UNIFORM_WIDTH, device=dev),
             }
-            if dev.type == "cuda":
-                for t in buffers.values():
-                    torch._dynamo.mark_static_address(t)
+            mark_static(*buffers.values())
             self.inputs[n] = buffers
         return self.inputs[n]
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
+from .devices import mark_static
 from .layout import legal_from_obs
 from .rollout import Batch
 
@@ -122,9 +123,7 @@ class PPOUpdater:
             k: torch.zeros(s, device=device, dtype=torch.long if k == "actions" else torch.float32)
             for k, s in shapes.items()
         }
-        if device.type == "cuda":  # fixed addresses: a CUDA graph reads them in place, without a copy
-            for t in self.minibatch.values():
-                torch._dynamo.mark_static_address(t)
+        mark_static(*self.minibatch.values())
         self.params = list(self.policy.parameters())
         self._warm_gradients()
 

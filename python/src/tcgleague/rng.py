@@ -13,6 +13,17 @@ import numpy as np
 import torch
 
 
+def restore_generator(generator: torch.Generator, state, seed: int) -> bool:
+    """Sets `generator` to a saved state; False (and reseeded with `seed`) when the state is of
+    another device kind (a CPU generator's state cannot be set on a CUDA one: their sizes differ)."""
+    saved = torch.as_tensor(state, dtype=torch.uint8)
+    if saved.numel() == generator.get_state().numel():
+        generator.set_state(saved)
+        return True
+    generator.manual_seed(seed)
+    return False
+
+
 def seed_global(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)

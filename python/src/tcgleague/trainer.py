@@ -32,7 +32,7 @@ from .opponent_side import OpponentSide
 from .policy.tcg_policy import TCGPolicy, strip_compile_prefix, unwrap
 from .policy.tcg_sampler import TCGSampler
 from .ppo import PPOUpdater, UpdateSettings
-from .rng import global_state, set_global_state
+from .rng import global_state, restore_generator, set_global_state
 from .rollout import RolloutBuffer
 from .transfer import StepTransfer
 from .vecenv import VecEnv
@@ -345,15 +345,13 @@ class Trainer:
     def _load_generator(self, rng: dict, log) -> None:
         """The rollout generator's stream; one saved on another kind of device (a CPU run resumed
         on a GPU) has another state format, so that stream restarts from the seed, with a warning."""
-        saved_on = rng.get("generator_device", "cpu")
-        if saved_on == self.device.type:
-            self.generator.set_state(rng["generator"])
+        if restore_generator(self.generator, rng["generator"], self.cfg.base.seed):
             return
         log(
-            f"[resume] WARNING: the checkpoint's sampling stream was saved on {saved_on}, this run is on "
-            f"{self.device.type}: it restarts from seed {self.cfg.base.seed} (the continuation is not exact)"
+            f"[resume] WARNING: the checkpoint's sampling stream was saved on {rng.get('generator_device', 'cpu')}, "
+            f"this run is on {self.device.type}: it restarts from seed {self.cfg.base.seed} (the continuation is "
+            "not exact)"
         )
-        self.generator.manual_seed(self.cfg.base.seed)
 
     def _load_run_state(self, run: dict, log) -> bool:
         """Engine, env buffers, LSTM state and episode flags; False (with a warning) if they do not fit."""

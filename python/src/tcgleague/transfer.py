@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from .config.sections import EXACT_INT_LIMIT
+from .devices import mark_static
 from .layout import ACTION_WIDTH, OBS_SIZE
 
 ROW, SLOT, START = 0, 1, 2  # the rows of the per-game values after the observations
@@ -40,8 +41,7 @@ class StepTransfer:
         self.actions = torch.zeros(num_games, ACTION_WIDTH, dtype=torch.int32, pin_memory=cuda)
         self.actions_np = self.actions.numpy()
         self.ready = torch.cuda.Event() if cuda else None
-        if cuda:  # the address never changes: a compiled step may take it as a static input
-            torch._dynamo.mark_static_address(self.obs)
+        mark_static(self.obs)  # a compiled step reads the observations in place
 
     def upload(
         self, obs: np.ndarray, rows: np.ndarray, slots: np.ndarray, starts: np.ndarray

@@ -30,6 +30,7 @@ from ..layout import ACTION_WIDTH
 from ..policy.tcg_policy import TCGPolicy, freeze
 from ..policy.tcg_sampler import TCGSampler, draw_uniforms
 from ..recurrent import RowState
+from ..rng import restore_generator
 
 MIN_BUCKET = 8
 
@@ -188,10 +189,6 @@ class FrozenPool:
         """Restores `state_dict()`. A generator state of another device kind (a CPU run resumed on a
         GPU: the formats differ in size) cannot be set, so the stream restarts from the seed (the
         trainer warns that such a continuation is not exact)."""
-        saved = torch.tensor(state["generator"], dtype=torch.uint8)
-        if saved.numel() == self.generator.get_state().numel():
-            self.generator.set_state(saved)
-        else:
-            self.generator.manual_seed(self.seed)
+        restore_generator(self.generator, state["generator"], self.seed)
         if state["rows"] is not None and self.state is not None:
             self.state.load_state_dict(state["rows"])
