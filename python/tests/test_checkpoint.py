@@ -231,7 +231,7 @@ def test_layout_mismatch_is_refused_by_resume_and_evaluation_with_the_same_messa
         [str(bad), "--episodes", "2"],
     )
     assert "observation layout hash differs: checkpoint abc" in resume_err and str(bad) in resume_err
-    assert resume_err.split("resume refused: ")[1] == eval_err.split("evaluation refused: ")[1]
+    assert resume_err.split("checkpoint refused: ")[1] == eval_err.split("checkpoint refused: ")[1]
     assert not (tmp_path / "exp").exists(), "a refused resume creates no run directory"
 
 
@@ -271,7 +271,7 @@ def test_changed_source_warns_and_strict_refuses_naming_the_file(straight, tmp_p
         [str(path), "--strict", "--episodes", "2"],
     )
     assert "policy/tcg_sampler.py" in resume_err
-    assert resume_err.split("resume refused: ")[1] == eval_err.split("evaluation refused: ")[1]
+    assert resume_err.split("checkpoint refused: ")[1] == eval_err.split("checkpoint refused: ")[1]
 
 
 def test_legacy_checkpoint_without_fingerprint_warns_and_strict_refuses(straight, tmp_path):
@@ -301,7 +301,7 @@ def test_truncated_and_corrupted_files_give_a_clear_error_naming_the_file(straig
         load_checkpoint(truncated)
     with pytest.raises(CheckpointError, match=re.escape(str(corrupted)) + ".*corrupted"):
         load_checkpoint(corrupted)
-    with pytest.raises(CheckpointError, match="checkpoint not found: .*missing.pt"):
+    with pytest.raises(CheckpointError, match="checkpoint .*missing.pt not found"):
         load_checkpoint(tmp_path / "missing.pt")
     resume_err, eval_err = refusal(
         capsys,
@@ -309,7 +309,7 @@ def test_truncated_and_corrupted_files_give_a_clear_error_naming_the_file(straig
         [str(corrupted), "--episodes", "2"],
     )
     assert str(corrupted) in resume_err and "CRC" in resume_err
-    assert resume_err.split("resume refused: ")[1] == eval_err.split("evaluation refused: ")[1]
+    assert resume_err.split("checkpoint refused: ")[1] == eval_err.split("checkpoint refused: ")[1]
 
 
 def test_latest_without_checkpoints_is_an_error(tmp_path, capsys):

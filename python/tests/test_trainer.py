@@ -294,7 +294,8 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
     for u in (eager, compiled):
         u.load_minibatch(batch, index)
     s_eager, s_compiled = eager.step(params, coefs), compiled.step(params, coefs)
-    assert s_eager.shape == (len(STAT_NAMES),) and torch.isfinite(s_eager).all()
+    assert s_eager.shape == (len(STAT_NAMES) + 1,) and torch.isfinite(s_eager).all()
+    assert float(s_eager[-1]) == 0.0, "the step's non-finite flag is clear on a finite step"
     assert float(s_eager[STAT_NAMES.index("approx_kl")]) > 0, "the step starts away from ratio 1"
     torch.testing.assert_close(s_compiled, s_eager, rtol=1e-4, atol=1e-6)
     moved = False

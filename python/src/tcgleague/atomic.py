@@ -1,18 +1,58 @@
 """Atomic file writes: a temp file beside the target, fsync, rename, fsync of the folder, so a
-crash leaves either the old complete file or the new complete one, never a torn one."""
+crash leaves either the old complete file or the new complete one, never a torn one.
+
+A writer killed mid-write (kill -9, power loss) leaves its temp file behind. Temp files are
+named `.<target>.tcgtmp-<host>-<pid>.<random>.tmp`, so a later run can remove exactly the
+leftovers of our own writers that are no longer alive (`remove_leftover_temp_files`), and
+never a file of anyone else's or of a writer still running."""
 
 from __future__ import annotations
 
 import os
+import re
+import socket
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
+
+TEMP_MARK = "tcgtmp"
+_TEMP_NAME = re.compile(rf"^\..+\.{TEMP_MARK}-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)\.[^.]+\.tmp$")
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", socket.gethostname()) or "host"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
+def remove_leftover_temp_files(directories: Iterable[Path]) -> list[Path]:
+    """Removes, under each directory (recursively), the temp files of atomic writes whose writer
+    ran on this host and is gone; returns them."""
+    host, removed = _host(), []
+    for directory in directories:
+        for path in Path(directory).rglob(f".*.{TEMP_MARK}-*.tmp"):
+            match = _TEMP_NAME.match(path.name)
+            if match and match["host"] == host and int(match["pid"]) != os.getpid() and not _alive(int(match["pid"])):
+                path.unlink(missing_ok=True)
+                removed.append(path)
+    return removed
 
 
 def atomic_write(path: str | Path, write, keep_backup: bool = False) -> None:
     """Writes via `write(binary_file)`; with keep_backup the previous file becomes `<name>.bak`
     first (a crash between the two renames leaves the .bak to load)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.{TEMP_MARK}-{_host()}-{os.getpid()}.", suffix=".tmp"
+    )
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)

@@ -24,6 +24,11 @@ A checkpoint is a plain `torch.save` dict (readable with `torch.load(path, weigh
 Integrity: torch's zip container stores a CRC-32 per member; `load_checkpoint` verifies them
 (torch.load alone silently returns corrupted tensors) before unpickling anything.
 
+Safety: files are read with `weights_only=True` (no code runs), then every field is checked for
+type, shape and finite values (checkpoint_fields.py). A file whose pickle needs more - an older
+checkpoint holding numpy objects, or a crafted one - is refused with the command that converts
+it, `python -m tcgleague.checkpoint convert OLD.pt [NEW.pt]`, for files the user trusts.
+
 A legacy checkpoint (no `format`, written before fingerprints; or a league member file from
 before members were checkpoint-format files) loads with a warning - nothing can be verified -
 and is refused under strict.
@@ -34,16 +39,23 @@ call it, so they accept and refuse exactly the same files with the same messages
 
 from __future__ import annotations
 
+import argparse
 import json
+import pickle
+import re
+import sys
 import time
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from .atomic import atomic_write
+from .checkpoint_fields import FieldError, check_against_policy, check_fields, check_resume_fields
 from .engine.cards import load_card_pool
+from .errors import UserInputError, entry_point, output_file
 from .fingerprint import (
     action_space_hash,
     changed_sources,
@@ -60,9 +72,11 @@ FORMAT_VERSION = 1
 REQUIRED_KEYS = ("policy", "policy_config", "global_step", "epoch", "fingerprint")
 
 
-class CheckpointError(RuntimeError):
+class CheckpointError(UserInputError, RuntimeError):
     """A checkpoint cannot be used: missing, unreadable, corrupted or incompatible. The message
     names the file and what is wrong."""
+
+    label = "checkpoint refused"
 
 
 # ---- files --------------------------------------------------------------------------------
@@ -129,6 +143,10 @@ def write_checkpoint(path: Path, state: dict, config: dict | None = None) -> Pat
     """Writes `state` (a trainer's or a member's state dict: tensors and plain values only) as
     a checkpoint at `path` with its format, fingerprint and JSON sidecar, atomically."""
     path = Path(path)
+    try:
+        check_fields(state)  # what is written must load: never a NaN weight or a malformed field
+    except FieldError as err:
+        raise ValueError(f"refusing to write checkpoint {path}: {err}") from None
     state = dict(
         state,
         format=FORMAT,
@@ -188,24 +206,51 @@ class LoadedCheckpoint:
         return int(self.state["global_step"]) + int(self.state.get("anneal_offset") or 0)
 
 
-def _read(path: Path) -> dict:
+UNSAFE_HINT = (
+    "it is refused because unpickling it could run arbitrary code. If it is an older tcgleague checkpoint "
+    "from a source you trust, convert it once: python -m tcgleague.checkpoint convert {path}"
+)
+
+
+def _unpickle(path: Path) -> dict:
+    """torch.load with weights_only=True: tensors and plain containers only, no code runs."""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        named = re.search(r"GLOBAL ([\w.]+)", str(err))
+        needs = f"it names {named[1]}" if named else str(err).splitlines()[0][:200]
+        raise CheckpointError(
+            f"checkpoint {path} holds more than tensors and plain values ({needs}); " + UNSAFE_HINT.format(path=path)
+        ) from None
+    except Exception as err:  # noqa: BLE001 - any other unpickling failure means an unusable file
+        raise CheckpointError(f"checkpoint {path} cannot be read ({type(err).__name__}: {err})") from None
+
+
+def _verify_archive(path: Path) -> None:
+    """The file exists and is a complete zip whose members all match their CRC-32."""
     if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}")
+        what = "is a directory, not a checkpoint file" if path.is_dir() else "not found"
+        raise CheckpointError(f"checkpoint {path} {what}")
     try:
         with zipfile.ZipFile(path) as archive:
             bad = archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError) as err:
+    except (zipfile.BadZipFile, OSError, EOFError, UnicodeDecodeError, ValueError) as err:
         raise CheckpointError(
             f"checkpoint {path} is truncated or corrupted (not a complete torch zip archive: {err})"
         ) from None
     if bad is not None:
         raise CheckpointError(f"checkpoint {path} is corrupted: CRC mismatch in member {bad!r}")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # noqa: BLE001 - any unpickling failure means an unusable file
-        raise CheckpointError(f"checkpoint {path} cannot be read ({type(err).__name__}: {err})") from None
+
+
+def _read(path: Path) -> dict:
+    _verify_archive(path)
+    state = _unpickle(path)
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint {path} is not a tcgleague checkpoint (it holds a {type(state).__name__})")
+    try:
+        check_fields(state)
+    except FieldError as err:
+        raise CheckpointError(f"checkpoint {path} is damaged: {err}") from None
     if state.get("format") != FORMAT:
         if "format" not in state and "step" in state and "global_step" not in state:
             state["global_step"] = state["step"]  # a league member file written before members were checkpoints
@@ -215,7 +260,7 @@ def _read(path: Path) -> dict:
         raise CheckpointError(
             f"checkpoint {path} is not a tcgleague checkpoint (format {state.get('format')!r}, expected {FORMAT!r})"
         )
-    if int(state.get("format_version", 0)) > FORMAT_VERSION:
+    if state.get("format_version", 0) > FORMAT_VERSION:
         raise CheckpointError(
             f"checkpoint {path} has format version {state['format_version']}; this code reads up to {FORMAT_VERSION}"
         )
@@ -234,11 +279,15 @@ def architecture_differences(stored: dict, expected: dict) -> list[str]:
 
 
 def load_checkpoint(
-    path, policy_config: PolicyConfig | None = None, strict: bool = False, log=print
+    path, policy_config: PolicyConfig | None = None, strict: bool = False, log=print, run_state: bool = False
 ) -> LoadedCheckpoint:
     """Reads, verifies and validates a checkpoint, and builds its policy with the weights.
 
-    - unreadable, truncated or corrupted file: CheckpointError naming the file;
+    - unreadable, truncated or corrupted file, or one whose pickle needs more than tensors and
+      plain values: CheckpointError naming the file;
+    - a field of the wrong type or shape, or non-finite weights: refused, naming the field;
+    - `run_state` (--resume-load-optimizer): the optimizer, scheduler, RNG and run state must
+      be there too;
     - observation layout or action space differs from the code's: refused, saying what differs;
     - `policy_config` given (resume: the run's architecture) and different from the stored one:
       refused, naming each field ("architecture differs: hidden_size 32 vs 128"); when None
@@ -248,6 +297,11 @@ def load_checkpoint(
     """
     path = Path(path)
     state = _read(path)
+    if run_state:
+        try:
+            check_resume_fields(state)
+        except FieldError as err:
+            raise CheckpointError(f"checkpoint {path} cannot be resumed exactly: {err}") from None
     loaded_warnings, notes = [], []
     fp = state["fingerprint"] or {}
     if state["fingerprint"] is None:
@@ -302,4 +356,70 @@ def load_checkpoint(
         policy = policy_from_state(state["policy"], arch)
     except (RuntimeError, ValueError, TypeError) as err:
         raise CheckpointError(f"checkpoint {path}: weights do not fit the architecture: {err}") from None
+    try:
+        check_against_policy(state, policy)
+    except FieldError as err:
+        raise CheckpointError(f"checkpoint {path} is damaged: {err}") from None
     return LoadedCheckpoint(path, state, arch, policy, loaded_warnings, notes)
+
+
+# ---- converting older checkpoints ---------------------------------------------------------------
+def plain(value, field: str = "checkpoint"):
+    """`value` as tensors and plain containers (what weights_only loading accepts): numpy arrays
+    become tensors, numpy scalars Python numbers, paths strings, dataclasses dicts."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return value
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.array(value, copy=True))
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return plain(asdict(value), field)
+    if isinstance(value, dict):
+        return {plain(k, field): plain(v, f"{field}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [plain(v, f"{field}[{i}]") for i, v in enumerate(value)]
+        return items if isinstance(value, list) else tuple(items)
+    raise CheckpointError(f"cannot convert field {field}: a {type(value).__module__}.{type(value).__name__}")
+
+
+def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
+    """Rewrites an older checkpoint that only loads with full unpickling as one that loads with
+    weights_only=True. Unpickling runs whatever code the file names: only for files you trust."""
+    src, dst = Path(src), Path(dst)
+    _verify_archive(src)
+    try:
+        state = torch.load(src, map_location="cpu", weights_only=False)
+    except Exception as err:  # noqa: BLE001 - any unpickling failure means an unusable file
+        raise CheckpointError(f"checkpoint {src} cannot be read ({type(err).__name__}: {err})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {src} is not a tcgleague checkpoint (it holds a {type(state).__name__})")
+    state = plain(state)
+    atomic_write(dst, lambda f: torch.save(state, f))
+    return load_checkpoint(dst)
+
+
+@entry_point("tcgleague.checkpoint")
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tcgleague.checkpoint", description="Checkpoint tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    convert = sub.add_parser(
+        "convert",
+        help="rewrite an older checkpoint that needs full unpickling as a safe one (only for files you trust)",
+    )
+    convert.add_argument("src", type=Path, help="the checkpoint to convert")
+    convert.add_argument("dst", type=Path, nargs="?", help="where to write it (default: <src stem>.safe.pt)")
+    args = parser.parse_args(argv)
+    dst = args.dst or args.src.with_name(args.src.stem + ".safe.pt")
+    output_file(dst, "DST")
+    loaded = convert_checkpoint(args.src, dst)
+    print(f"wrote {dst} (epoch {int(loaded.state['epoch'])}, global_step {loaded.global_step}): it loads safely")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

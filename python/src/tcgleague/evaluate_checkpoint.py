@@ -24,6 +24,7 @@ from rich.table import Table
 
 from .bots import BOTS
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from .errors import entry_point, output_file
 from .layout import DEFAULT_TURN_CAP
 from .match import bot_side, play_match, policy_side
 from .policy.tcg_sampler import TCGSampler
@@ -62,10 +63,14 @@ def evaluate_loaded(
     if opponent in BOTS:
         opp = bot_side(opponent, seed + 1)
     else:
+        if not Path(opponent).is_file():
+            raise CheckpointError(f"--opponent {opponent}: neither a bot ({', '.join(BOTS)}) nor a checkpoint file")
         other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log)
         opp = policy_side(other.policy.eval(), checkpoint_sampler(other), seed + 1, name=str(other.path))
         opp_info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
     turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", DEFAULT_TURN_CAP)
+    if isinstance(turn_cap, bool) or not isinstance(turn_cap, int) or turn_cap < 1:
+        raise CheckpointError(f"checkpoint {loaded.path} is damaged: field config.env.turn_cap: {turn_cap!r}")
     start = time.perf_counter()
     report = play_match(learner, opp, episodes, seed, parallel=parallel, turn_cap=turn_cap)
     out = report.summary()
@@ -148,23 +153,25 @@ def parse_args(argv):
     args.checkpoint = args.checkpoint or args.checkpoint_flag
     if args.episodes < 1:
         p.error("--episodes must be >= 1")
+    if args.parallel < 1:
+        p.error("--parallel must be >= 1")
+    if args.seed < 0:
+        p.error("--seed must be >= 0")
     if args.temperature is not None and not args.temperature > 0:
         p.error("--temperature must be > 0")
     return args
 
 
+@entry_point("evaluate_checkpoint")
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    output_file(args.json, "--json")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    try:
-        loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict)
-        report = evaluate_loaded(
-            loaded, args.opponent, args.episodes, args.seed, args.argmax, args.temperature, args.parallel, args.strict
-        )
-    except CheckpointError as err:
-        print(f"evaluation refused: {err}", file=sys.stderr)
-        return 2
+    loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict)
+    report = evaluate_loaded(
+        loaded, args.opponent, args.episodes, args.seed, args.argmax, args.temperature, args.parallel, args.strict
+    )
     print_report(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

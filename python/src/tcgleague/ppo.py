@@ -140,38 +140,84 @@ class PPOUpdater:
 
     def step(self, params: torch.Tensor, coefs: torch.Tensor) -> torch.Tensor:
         """One optimizer step on the loaded minibatch: loss, backward, gradient clipping, Adam.
-        Returns the loss statistics (STAT_NAMES) as a device tensor; nothing is read here."""
+        Returns the loss statistics (STAT_NAMES, then 1.0 where the loss or the gradient norm
+        was non-finite) as a device tensor; nothing is read here."""
         if self.compiled:
             torch.compiler.cudagraph_mark_step_begin()
         with self.autocast:
             loss, stats = self.loss_fn(**self.minibatch, params=params, coefs=coefs)
         self.optimizer.zero_grad(set_to_none=False)
         loss.backward()
-        nn.utils.clip_grad_norm_(self.params, self.settings.max_grad_norm)
+        grad_norm = nn.utils.clip_grad_norm_(self.params, self.settings.max_grad_norm)
         self.optimizer.step()
-        return stats.detach().clone()
+        nonfinite = ~(torch.isfinite(loss.detach()) & torch.isfinite(grad_norm))
+        return torch.cat([stats.detach(), nonfinite.to(stats.dtype).reshape(1)])
 
     def update(self, batch: Batch, params: torch.Tensor, coefs: torch.Tensor, generator: torch.Generator) -> dict:
-        """update_epochs passes over `batch` in random minibatch order; statistics are read once."""
+        """update_epochs passes over `batch` in random minibatch order; statistics are read once.
+
+        A non-finite loss, gradient norm or resulting weight anywhere in the update rolls the
+        whole update back (weights and optimizer state as before it) and reports
+        `losses/update_rolled_back` = 1 with the first bad minibatch step: the caller decides
+        whether to stop ([train] nan_policy). Checked on the device, read with the statistics."""
         s = self.settings
+        snapshot = self._snapshot()
         if s.norm_adv:  # over the whole batch, once per epoch
             adv = batch.advantage
             batch.advantage = (adv - adv.mean()) / (adv.std() + 1e-8)
         segments = batch.obs.shape[0]
         n_mb = segments // s.minibatch_segments
-        totals = torch.zeros(len(STAT_NAMES), device=self.device)  # stays on the device until the end
+        totals = torch.zeros(len(STAT_NAMES) + 1, device=self.device)  # stays on the device until the end
         first_ratio_dev = None
+        first_bad = torch.full((), -1.0, device=self.device)  # 1-based minibatch step of the first non-finite one
+        steps = 0
         for _ in range(s.update_epochs):
             order = torch.randperm(segments, generator=generator, device=generator.device)
             for k in range(n_mb):
                 self.load_minibatch(batch, order[k * s.minibatch_segments : (k + 1) * s.minibatch_segments])
                 stats = self.step(params, coefs)
+                steps += 1
                 totals += stats
+                first_bad = torch.where((first_bad < 0) & (stats[-1] > 0), float(steps), first_bad)
                 if first_ratio_dev is None:
-                    first_ratio_dev = stats[-1]
-        totals /= max(1, n_mb * s.update_epochs)
+                    first_ratio_dev = stats[len(STAT_NAMES) - 1]
+        totals /= max(1, steps)
         first = first_ratio_dev if first_ratio_dev is not None else torch.zeros((), device=self.device)
-        figures = torch.cat([totals, first.reshape(1)]).tolist()  # the update's one host read
+        weights_finite = torch.stack([torch.isfinite(p).all() for p in self.params]).all()
+        figures = torch.cat(
+            [totals[: len(STAT_NAMES)], first.reshape(1), first_bad.reshape(1), weights_finite.float().reshape(1)]
+        ).tolist()  # the update's one host read
         out = {f"losses/{name}": v for name, v in zip(STAT_NAMES, figures)}
-        out["losses/first_minibatch_ratio_dev"] = figures[-1]
+        out["losses/first_minibatch_ratio_dev"] = figures[len(STAT_NAMES)]
+        bad_step, finite = int(figures[-2]), figures[-1] == 1.0
+        rolled_back = bad_step > 0 or not finite
+        if rolled_back:
+            self._restore(snapshot)
+        out["losses/update_rolled_back"] = float(rolled_back)
+        out["losses/first_nonfinite_step"] = float(bad_step if bad_step > 0 else (steps if rolled_back else 0))
         return out
+
+    def _snapshot(self) -> tuple[list[torch.Tensor], dict]:
+        """Copies of the weights and the optimizer state (device copies, no sync)."""
+        weights = [p.detach().clone() for p in self.params]
+        state = {
+            p: {k: v.clone() if torch.is_tensor(v) else v for k, v in st.items()}
+            for p, st in self.optimizer.state.items()
+        }
+        return weights, state
+
+    @torch.no_grad()
+    def _restore(self, snapshot: tuple[list[torch.Tensor], dict]) -> None:
+        """Back to `_snapshot()`, in place (the compiled loss keeps the parameters' addresses)."""
+        weights, state = snapshot
+        for p, w in zip(self.params, weights):
+            p.copy_(w)
+        for p in [p for p in self.optimizer.state if p not in state]:
+            del self.optimizer.state[p]  # created by the rolled-back update
+        for p, saved in state.items():
+            current = self.optimizer.state[p]
+            for k, v in saved.items():
+                if torch.is_tensor(v) and torch.is_tensor(current.get(k)):
+                    current[k].copy_(v)
+                else:
+                    current[k] = v

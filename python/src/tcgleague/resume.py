@@ -22,9 +22,11 @@ settings or the sources changed under them).
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .checkpoint import LoadedCheckpoint
+from .checkpoint import CheckpointError, LoadedCheckpoint
+from .checkpoint_fields import FieldError
 from .policy.tcg_policy import TCGPolicy, build_policy, unwrap
 from .trainer import Trainer
 
@@ -70,6 +72,16 @@ def config_changes(stored: dict, current: dict) -> list[str]:
     return out
 
 
+@contextmanager
+def named_field_errors(loaded: LoadedCheckpoint):
+    """A FieldError raised while the state is applied (the league's, whose contents are checked
+    where the league reads them) becomes a refusal naming the file and the field."""
+    try:
+        yield
+    except FieldError as err:
+        raise CheckpointError(f"checkpoint {loaded.path} is damaged: {err}") from None
+
+
 def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOptions, log=print) -> None:
     """Loads a validated checkpoint (checkpoint.load_checkpoint) into a freshly built trainer."""
     s = loaded.state
@@ -89,9 +101,8 @@ def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOpti
         )
     changes = reward_changes(s.get("config") or {}, trainer.cfg)
     if options.load_optimizer:
-        if "optimizer" not in s or "scheduler" not in s:
-            raise ValueError(f"checkpoint {loaded.path} holds no optimizer/scheduler state")
-        exact = trainer.load_state_dict(s, log)
+        with named_field_errors(loaded):
+            exact = trainer.load_state_dict(s, log)
         log(
             f"[resume] {loaded.path}: weights, optimizer, LR scheduler and run state restored at epoch "
             f"{trainer.epoch}, global_step {trainer.global_step} (anneal_offset {trainer.anneal_offset}"
@@ -106,7 +117,8 @@ def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOpti
         unwrap(trainer.policy).load_state_dict(s["policy"], strict=True)
         trainer.global_step, trainer.epoch = 0, 0
         trainer.anneal_offset = loaded.anneal_step
-        trainer.opponents.load_state_dict(s.get("league"), exact=False, log=log)
+        with named_field_errors(loaded):
+            trainer.opponents.load_state_dict(s.get("league"), exact=False, log=log)
         log(
             f"[resume] {loaded.path}: weights only; global_step starts at 0, anneals continue from the "
             f"checkpoint's step: anneal_offset = {trainer.anneal_offset}"

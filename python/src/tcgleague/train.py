@@ -4,16 +4,26 @@ self-play by default, league training with --league-enable (see [league])."""
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from .atomic import remove_leftover_temp_files
 from .build import build_trainer, policy_config
-from .checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint, save_checkpoint
-from .config import Config, ConfigError, load_config
+from .checkpoint import (
+    CheckpointError,
+    LoadedCheckpoint,
+    list_checkpoints,
+    load_checkpoint,
+    resolve_checkpoint,
+    save_checkpoint,
+)
+from .config import Config, load_config
 from .engine.cards import load_card_pool
+from .errors import UserInputError, entry_point
 from .logger import Dashboard, RunLogger
 from .resume import ResumeOptions, apply_resume
 from .trainer import Trainer
@@ -68,46 +78,66 @@ def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path]:
     return write
 
 
+def load_resume(args: argparse.Namespace, cfg: Config) -> tuple[LoadedCheckpoint | None, ResumeOptions | None]:
+    """The validated checkpoint to resume from (CheckpointError if it cannot be used), or None."""
+    if args.resume_checkpoint is None:
+        if args.resume_load_optimizer or args.resume_strict:
+            print(
+                "note: --resume-load-optimizer / --resume-strict do nothing without --resume-checkpoint",
+                file=sys.stderr,
+            )
+        return None, None
+    if not args.resume_checkpoint.strip():
+        raise CheckpointError("--resume-checkpoint is empty: give a checkpoint file or 'latest'")
+    options = ResumeOptions(
+        args.resume_checkpoint, args.resume_load_optimizer, args.resume_strict, args.resume_auto_reset_critic
+    )
+    path = resolve_checkpoint(args.resume_checkpoint, Path(cfg.base.experiments_dir), cfg.base.run_name)
+    loaded = load_checkpoint(
+        path,
+        policy_config=policy_config(cfg, load_card_pool().n_cards),
+        strict=args.resume_strict,
+        run_state=args.resume_load_optimizer,
+    )
+    return loaded, options
+
+
+@entry_point("train")
 def main(argv: list[str] | None = None) -> int:
     args, overrides = parse_args(argv)
     if args.wandb:
         overrides += ["--wandb.enable", "true"]
     if args.league_enable:
         overrides += ["--league.enable", "true"]
-    try:
-        cfg = load_config(args.config, overrides)
-    except ConfigError as err:
-        print(f"config error: {err}", file=sys.stderr)
-        return 2
-    loaded = options = None
-    if args.resume_checkpoint:
-        options = ResumeOptions(
-            args.resume_checkpoint, args.resume_load_optimizer, args.resume_strict, args.resume_auto_reset_critic
-        )
-        try:
-            path = resolve_checkpoint(args.resume_checkpoint, Path(cfg.base.experiments_dir), cfg.base.run_name)
-            loaded = load_checkpoint(
-                path, policy_config=policy_config(cfg, load_card_pool().n_cards), strict=args.resume_strict
-            )
-        except CheckpointError as err:
-            print(f"resume refused: {err}", file=sys.stderr)
-            return 2
-    elif args.resume_load_optimizer or args.resume_strict:
-        print("note: --resume-load-optimizer / --resume-strict do nothing without --resume-checkpoint", file=sys.stderr)
+    cfg = load_config(args.config, overrides, log=lambda msg: print(msg, file=sys.stderr))
+    loaded, options = load_resume(args, cfg)
+    # Every input is valid: only now is anything created on disk.
     run_id = f"{int(time.time())}{uuid.uuid4().hex[:4]}"
     run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_{run_id}"
+    removed = remove_leftover_temp_files(Path(cfg.base.experiments_dir).glob(f"{cfg.base.run_name}_*"))
+    if removed:
+        print(f"removed {len(removed)} temp file(s) left by interrupted writes of earlier runs", file=sys.stderr)
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = RunLogger(run_dir, cfg.to_dict(), cfg.wandb, run_id)
     dashboard = Dashboard(cfg.base.run_name, cfg.train.total_timesteps, enabled=cfg.train.dashboard)
+    started = refused = False
     try:
         trainer = build_trainer(cfg, run_dir, logger, dashboard)
         print(f"run directory: {run_dir}")
         if loaded is not None:
             apply_resume(trainer, loaded, options)
+        started = True
         trainer.train(checkpoint_fn=checkpoint_writer(run_dir, cfg))
+    except UserInputError:
+        refused = not started
+        raise
     finally:
         dashboard.close()
         logger.close()
+        if refused and not list_checkpoints(run_dir, cfg.base.run_name):
+            # Refused while the run was set up (a league state in the checkpoint that does not
+            # parse): the directory holds nothing of value yet, so it does not stay behind.
+            shutil.rmtree(run_dir, ignore_errors=True)
     print(f"done: {run_dir}")
     return 0
 

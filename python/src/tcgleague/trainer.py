@@ -14,6 +14,7 @@ dashboard); `build.build_trainer(cfg, run_dir)` is the one place that makes them
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 
@@ -25,6 +26,7 @@ from .anneal import anneal_values, anneals_from_config
 from .bots import BOTS
 from .config import Config
 from .devices import compile_mode_for
+from .errors import NonFiniteError
 from .layout import ACTION_WIDTH, DRAW, OBS_SIZE, PASS
 from .logger import Dashboard, RunLogger
 from .match import bot_side, play_match, policy_side
@@ -194,7 +196,27 @@ class Trainer:
         batch = self.buffer.pack(t.gamma, t.gae_lambda)
         metrics = self.updater.update(batch, params, self.loss_coefs(), self.generator)
         self.scheduler.step()
+        if metrics["losses/update_rolled_back"]:
+            self.nonfinite_update(int(metrics["losses/first_nonfinite_step"]))
         return metrics
+
+    def nonfinite_update(self, step: int) -> None:
+        """The update was rolled back (a non-finite loss, gradient or weight): stop, or with
+        [train] nan_policy = skip_batch drop this epoch's batch and go on."""
+        where = (
+            f"epoch {self.epoch + 1} (global_step {self.global_step}), minibatch step {step} of the update: "
+            "non-finite loss, gradient or weights"
+        )
+        if self.cfg.train.nan_policy == "stop":
+            raise NonFiniteError(
+                f"{where}. The update was rolled back and nothing of this epoch is saved: the newest checkpoint "
+                "is the last good one. Lower [train] learning_rate or max_grad_norm, or set [train] nan_policy = "
+                "skip_batch to drop such batches"
+            )
+        print(
+            f"[train] WARNING: {where}; this epoch's batch was dropped ([train] nan_policy = skip_batch)",
+            file=sys.stderr,
+        )
 
     def loss_coefs(self) -> torch.Tensor:
         """(clip, vf_coef, vf_clip, ent_coef) as the tensor the loss takes (annealing never recompiles)."""
@@ -291,7 +313,9 @@ class Trainer:
     def state_dict(self) -> dict:
         """Everything a checkpoint holds about this run (checkpoint.py adds format and fingerprint)."""
         env_state = self.env.state_dict() if self.obs is not None else None
-        metrics = {k: float(v) for k, v in self.last_metrics.items() if isinstance(v, (int, float))}
+        metrics = {  # the finite figures: a rolled-back update reports NaN losses
+            k: float(v) for k, v in self.last_metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)
+        }
         return {
             "policy": strip_compile_prefix(unwrap(self.policy).state_dict()),
             "policy_config": unwrap(self.policy).config.to_dict(),

@@ -7,13 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from ..config import ConfigError
+from ..errors import entry_point, output_file
 from . import compile as compile_bench
 from . import engine, league, learn, train
 
 BENCHES = {"engine": engine, "train": train, "compile": compile_bench, "learn": learn, "league": league}
 
 
+@entry_point("bench")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tcgleague.bench", description=__doc__)
     sub = parser.add_subparsers(dest="bench", required=True)
@@ -27,11 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not hasattr(BENCHES[args.bench], "ACCEPTS_OVERRIDES"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.overrides = extra + (["--base.device", args.device] if getattr(args, "device", None) else [])
-    try:
-        figures = BENCHES[args.bench].run(args)
-    except ConfigError as err:
-        print(f"config error: {err}", file=sys.stderr)
-        return 2
+    output_file(args.json, "--json")
+    figures = BENCHES[args.bench].run(args)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
         print(f"wrote {args.json}")

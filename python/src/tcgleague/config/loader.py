@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .sections import SECTIONS, SWITCHES, Config, ConfigError
-from .validate import validate
+from .validate import check_files, validate
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -39,14 +39,16 @@ _NONE = {"", "none", "null"}
 # --------------------------------------------------------------------------------------------
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
-    """Defaults, then the `.ini` file at `path` (if any), then `overrides`; then validate."""
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None, log=print) -> Config:
+    """Defaults, then the `.ini` file at `path` (if any), then `overrides`; then validate the
+    values and the files they name."""
     cfg = Config()
-    if path is not None:
-        _apply_file(cfg, Path(path))
+    if path is not None and not _apply_file(cfg, Path(path)):
+        log(f"note: config file {path} sets no keys: every key takes its default")
     for section, key, value in parse_overrides(overrides or []):
         _set(cfg, section, key, value, origin="on the command line")
     validate(cfg)
+    check_files(cfg)
     return cfg
 
 
@@ -54,9 +56,11 @@ def _norm_key(key: str) -> str:
     return key.strip().lower().replace("-", "_")
 
 
-def _apply_file(cfg: Config, path: Path) -> None:
+def _apply_file(cfg: Config, path: Path) -> int:
+    """Applies the file's keys; returns how many it set."""
     if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
+        what = "is a directory, not a config file" if path.is_dir() else "not found"
+        raise ConfigError(f"config file {path} {what} (e.g. --config configs/default.ini)")
     parser = configparser.ConfigParser(
         interpolation=None,
         inline_comment_prefixes=("#", ";"),
@@ -68,10 +72,17 @@ def _apply_file(cfg: Config, path: Path) -> None:
         with open(path, encoding="utf-8") as f:
             parser.read_file(f, source=str(path))
     except configparser.Error as e:
-        raise ConfigError(f"{path}: cannot parse config: {e}") from e
+        raise ConfigError(f"{path}: cannot parse config: {e}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not a UTF-8 text .ini file (byte {e.start}: {e.reason})") from None
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read config: {e.strerror}") from None
+    count = 0
     for section in parser.sections():
         for key, value in parser.items(section):
             _set(cfg, section.strip().lower(), key, value, origin=f"in {path}")
+            count += 1
+    return count
 
 
 def parse_overrides(tokens: list[str]) -> list[tuple[str, str, str | None]]:

@@ -8,9 +8,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import UserInputError
 
-class ConfigError(ValueError):
+
+class ConfigError(UserInputError, ValueError):
     """A config file or override is malformed, unknown or inconsistent."""
+
+    label = "config error"
 
 
 # --------------------------------------------------------------------------------------------
@@ -90,6 +94,7 @@ class TrainSection:
     compile: str = "auto"  # auto | true | false (auto = on for cuda, off on cpu)
     compile_mode: str = "reduce-overhead"
     precision: str = "fp32"  # fp32 | bf16 (the loss's forward under bf16 autocast)
+    nan_policy: str = "stop"  # a non-finite loss/gradient/weight: stop | skip_batch (drop that epoch's update)
     checkpoint_interval: int = 50
     checkpoint_interval_unit: str = "epochs"  # epochs | steps
     max_checkpoints: int = 5
@@ -149,6 +154,7 @@ SECTIONS: dict[str, type] = {
 EXACT_INT_LIMIT = 2**24
 SWITCHES = ("auto", "true", "false")  # a boolean key that also has "auto"
 PRECISIONS = ("fp32", "bf16")
+NAN_POLICIES = ("stop", "skip_batch")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 VEC_BACKENDS = ("native", "serial", "multiprocessing")
 LR_SCHEDULES = ("linear", "cosine", "constant")

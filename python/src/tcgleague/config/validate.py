@@ -1,18 +1,23 @@
 """Config validation: impossible values and combinations, each named by `[section] key` with a
-valid value."""
+valid value (`validate`), and the files a config points at (`check_files`: the deck pool, the
+experiments directory), checked before a run creates anything."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import torch
 
+from ..engine.cards import CardDataError, deck_weights, load_card_pool
 from .sections import (
     ANNEALS,
     CHECKPOINT_UNITS,
     COMPILE_MODES,
     EXACT_INT_LIMIT,
     LR_SCHEDULES,
+    NAN_POLICIES,
     PFSP_WEIGHTINGS,
     PRECISIONS,
     RATINGS,
@@ -77,6 +82,13 @@ def validate(cfg: Config) -> None:
     check(v.backend in VEC_BACKENDS, "vec", "backend", f"must be one of {', '.join(VEC_BACKENDS)}")
     check(v.num_envs >= 1, "vec", "num_envs", "must be >= 1 (e.g. 1)")
     check(v.num_workers >= 1, "vec", "num_workers", "must be >= 1 (e.g. 1)")
+    check(
+        v.backend != "native" or v.num_envs == 1,
+        "vec",
+        "num_envs",
+        "must be 1 with backend = native (one env object steps every game); use backend = serial or "
+        "multiprocessing for several env objects",
+    )
     if v.backend == "multiprocessing" and v.num_envs >= 1 and v.num_workers >= 1:
         check(
             v.num_envs % v.num_workers == 0,
@@ -145,6 +157,7 @@ def validate(cfg: Config) -> None:
         check(getattr(t, key) >= 0, "train", key, "must be >= 0 (e.g. 0.01)")
     check(t.compile in SWITCHES, "train", "compile", f"must be one of {', '.join(SWITCHES)} (auto = on for cuda)")
     check(t.precision in PRECISIONS, "train", "precision", f"must be one of {', '.join(PRECISIONS)}")
+    check(t.nan_policy in NAN_POLICIES, "train", "nan_policy", f"must be one of {', '.join(NAN_POLICIES)}")
     check(t.compile_mode in COMPILE_MODES, "train", "compile_mode", f"must be one of {', '.join(COMPILE_MODES)}")
     check(t.checkpoint_interval >= 1, "train", "checkpoint_interval", "must be >= 1 (e.g. 50)")
     check(
@@ -232,5 +245,33 @@ def validate(cfg: Config) -> None:
         "must not be empty when W&B is enabled (e.g. tcgleague)",
     )
 
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def check_files(cfg: Config) -> None:
+    """The files and folders the config names: the deck pool must parse against the card pool,
+    and the experiments directory must be (or be creatable as) a writable directory."""
+    errors: list[str] = []
+    if cfg.env.deck_pool:
+        try:
+            deck_weights(load_card_pool(), cfg.env.deck_pool)
+        except CardDataError as err:
+            errors.append(f"[env] deck_pool = {cfg.env.deck_pool!r}: {err}")
+    experiments = Path(cfg.base.experiments_dir)
+    existing = _nearest_existing(experiments.absolute())
+    if not existing.is_dir():
+        errors.append(
+            f"[base] experiments_dir = {cfg.base.experiments_dir!r}: {existing} is a file, not a directory "
+            "(e.g. experiments_dir = experiments)"
+        )
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        errors.append(f"[base] experiments_dir = {cfg.base.experiments_dir!r}: {existing} is not writable")
     if errors:
         raise ConfigError("invalid config:\n  " + "\n  ".join(errors))

@@ -246,8 +246,8 @@ static PyObject *engine_import_position(EngineObject *self, PyObject *args) {
     }
     Py_DECREF(fast);
     Game copy = self->env.games[i];
-    int bad = position_import(&self->env, &copy, buf);
-    if (bad) return PyErr_Format(PyExc_ValueError, "position value near index %d is out of range", bad - 1);
+    const char *bad = position_import(&self->env, &copy, buf);
+    if (bad) return PyErr_Format(PyExc_ValueError, "position field %s is out of range", bad);
     self->env.games[i] = copy;
     c_reopen_decision(&self->env, i);
     Py_RETURN_NONE;
@@ -309,7 +309,27 @@ static PyObject *engine_set_state(EngineObject *self, PyObject *arg) {
         PyBuffer_Release(&b);
         return NULL;
     }
-    memcpy(self->env.games, (const char *)b.buf + sizeof(h), body);
+    /* Checked into a scratch copy first: the bytes come from a file, and a game whose counts or
+     * card ids are out of range, or whose legal list is not the one its position gives, would
+     * make the engine read or write outside its arrays. */
+    const Game *stored = (const Game *)((const char *)b.buf + sizeof(h));
+    Game check, saved;
+    for (int i = 0; i < self->env.num_games; i++) {
+        memcpy(&saved, &stored[i], sizeof(Game));
+        check = saved;
+        const char *bad = game_bounds_error(&self->env, &check);
+        if (!bad && check.result == RESULT_NONE) {
+            game_compute_legal(&self->env, &check);
+            if (check.n_legal != saved.n_legal ||
+                memcmp(check.legal, saved.legal, sizeof(check.legal[0]) * (size_t)check.n_legal) != 0)
+                bad = "legal (not the legal list of its position)";
+        }
+        if (bad) {
+            PyBuffer_Release(&b);
+            return PyErr_Format(PyExc_ValueError, "engine state rejected: game %d: field %s is out of range", i, bad);
+        }
+    }
+    memcpy(self->env.games, stored, body);
     PyBuffer_Release(&b);
     Py_RETURN_NONE;
 }

@@ -12,14 +12,17 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import UserInputError
 from . import LAYOUT
 
 DEFAULT_CARDS = Path(__file__).with_name("cards.json")
 CHOSEN_TARGET_TRIGGERS = {"on_play", "activated", "spell", "response"}
 
 
-class CardDataError(ValueError):
+class CardDataError(UserInputError, ValueError):
     """cards.json (or a deck pool) is malformed; the message names the card and the fix."""
+
+    label = "card data error"
 
 
 @dataclass(frozen=True)
@@ -147,31 +150,49 @@ def load_card_pool(path: str | Path = DEFAULT_CARDS) -> CardPool:
     return CardPool(cards, table, names.reshape(-1), max(cards) + 1, deck_names, decks, leaders, path)
 
 
+MAX_DECK_WEIGHT = 1e9  # relative weights; far below float32's range
+
+
 def deck_weights(pool: CardPool, deck_pool: str | Path | dict | None) -> np.ndarray:
     """Per-seat deck draw weights, float32 [2, n_decks].
 
     `deck_pool` is None (each seat draws a starter deck uniformly per game), a dict
-    {"seat0": {...}, "seat1": {...}} whose values are a deck-name list or {name: weight}, or a
-    path to a JSON file holding that dict.
+    {"seat0": {...}, "seat1": {...}} whose values are a deck-name list or {name: weight}
+    (weights in [0, MAX_DECK_WEIGHT] with a positive sum), or a path to a JSON file holding that dict.
     """
     weights = np.ones((2, len(pool.deck_names)), dtype=np.float32)
     if deck_pool is None:
         return weights
+    where = "deck pool"
     if not isinstance(deck_pool, dict):
+        where = f"deck pool file {deck_pool}"
         try:
-            deck_pool = json.loads(Path(deck_pool).read_text())
-        except (OSError, json.JSONDecodeError) as err:
-            raise CardDataError(f"cannot read deck pool file {deck_pool}: {err}") from err
+            deck_pool = json.loads(Path(deck_pool).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise CardDataError(f"cannot read {where}: {err}") from None
+    example = f'(e.g. {{"seat0": {{"{pool.deck_names[0]}": 2, "{pool.deck_names[-1]}": 1}}, "seat1": ["{pool.deck_names[0]}"]}})'
+    if not isinstance(deck_pool, dict):
+        raise CardDataError(f"{where}: expected a JSON object with keys seat0 and/or seat1 {example}")
+    unknown = sorted(set(deck_pool) - {"seat0", "seat1"})
+    if unknown:
+        raise CardDataError(f"{where}: unknown key(s) {unknown}; valid keys: seat0, seat1 {example}")
     for seat in (0, 1):
         spec = deck_pool.get(f"seat{seat}")
         if spec is None:
             continue
-        spec = {name: 1.0 for name in spec} if isinstance(spec, list) else dict(spec)
+        if isinstance(spec, list) and all(isinstance(name, str) for name in spec):
+            spec = {name: 1.0 for name in spec}
+        if not isinstance(spec, dict):
+            raise CardDataError(f"{where}: seat{seat} must be a list of deck names or {{name: weight}} {example}")
         weights[seat] = 0.0
         for name, w in spec.items():
             if name not in pool.deck_names:
-                raise CardDataError(f"deck pool seat{seat}: unknown deck {name!r}; valid: {pool.deck_names}")
+                raise CardDataError(f"{where}: seat{seat}: unknown deck {name!r}; valid: {pool.deck_names}")
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w <= MAX_DECK_WEIGHT:
+                raise CardDataError(
+                    f"{where}: seat{seat}: deck {name!r} has weight {w!r}; weights are numbers in [0, {MAX_DECK_WEIGHT:g}]"
+                )
             weights[seat, pool.deck_names.index(name)] = float(w)
         if weights[seat].sum() <= 0:
-            raise CardDataError(f"deck pool seat{seat}: weights must have a positive sum")
+            raise CardDataError(f"{where}: seat{seat}: the weights must have a positive sum (got {spec})")
     return weights

@@ -1,6 +1,8 @@
 /* A flat int32 view of one game (both seats, omniscient) for hand-built test positions and
  * state inspection. Field lists are X-macros so export, import and the exported names
  * (binding.c) can never disagree. */
+#include <stddef.h>
+
 #include "tcg.h"
 #include "rules_internal.h"
 
@@ -43,37 +45,58 @@ void position_export(const Game *g, int32_t *out) {
 }
 
 static int bad_card(const Env *env, int card) { return card < 0 || card >= env->n_cards; }
+static int bad_seat(int seat) { return (seat & ~1) != 0; }
+static int bad_slot(int slot) { return slot < 0 || slot >= UNIT_SLOTS; }
+static int bad_phase(int phase) { return phase < 0 || phase >= N_PHASES; }
 
-/* Imports a position; returns 0, or 1 + the index of the first out-of-range field. Only
- * bounds that protect memory and table lookups are checked; rules consistency is the
- * caller's business (hand-built test positions). */
-int position_import(const Env *env, Game *g, const int32_t *in) {
-    const int32_t *start = in;
+/* NULL when every field of `g` that indexes an array or a card/deck table is in range, so no
+ * step, observation or render reads outside memory; else the name of the first bad field.
+ * Rules consistency is not checked (hand-built test positions need not be reachable). */
+const char *game_bounds_error(const Env *env, const Game *g) {
+#define REQUIRE(ok, name) do { if (!(ok)) return name; } while (0)
+    REQUIRE(!bad_phase(g->phase), "phase");
+    REQUIRE(!bad_seat(g->decider) && !bad_seat(g->active) && !bad_seat(g->first_player), "decider/active/first_player");
+    REQUIRE(g->result >= RESULT_NONE && g->result <= RESULT_DRAW, "result");
+    REQUIRE(!bad_seat(g->attack_seat) && !bad_slot(g->attack_slot) && !bad_slot(g->attack_target_slot), "attack");
+    const Pending *e = &g->pending;
+    REQUIRE(!bad_card(env, e->card) && !bad_seat(e->seat) && !bad_phase(e->return_phase), "pending");
+    REQUIRE(e->source_slot >= -1 && e->source_slot < UNIT_SLOTS, "pending.source_slot");
+    REQUIRE(g->n_legal >= 0 && g->n_legal <= MAX_LEGAL, "n_legal");
+    for (int seat = 0; seat < 2; seat++) {
+        const Player *p = &g->players[seat];
+        REQUIRE(p->hand_count >= 0 && p->hand_count <= MAX_HAND, "hand_count");
+        REQUIRE(p->deck_count >= 0 && p->deck_count <= DECK_SIZE, "deck_count");
+        REQUIRE(p->discard_count >= 0 && p->discard_count <= MAX_DISCARD, "discard_count");
+        REQUIRE(p->deck_id >= 0 && p->deck_id < env->n_decks, "deck_id");
+        for (int h = 0; h < MAX_HAND; h++) REQUIRE(!bad_card(env, p->hand[h]), "hand");
+        for (int k = 0; k < DECK_SIZE; k++) REQUIRE(!bad_card(env, p->deck[k]), "deck");
+        for (int k = 0; k < MAX_DISCARD; k++) REQUIRE(!bad_card(env, p->discard[k]), "discard");
+        for (int s = 0; s < UNIT_SLOTS; s++)
+            REQUIRE(!bad_card(env, p->units[s].card) && !bad_card(env, p->units[s].weapon_card), "units");
+    }
+    return NULL;
+#undef REQUIRE
+}
+
+/* Imports a position; returns NULL or the name of the first out-of-range field (the game is
+ * then unusable: import into a copy). */
+const char *position_import(const Env *env, Game *g, const int32_t *in) {
 #define IN_G(f) g->f = *in++;
 #define IN_PE(f) g->pending.f = *in++;
 #define IN_P(f) p->f = *in++;
 #define IN_U(f) u->f = *in++;
-#define CHECK(cond) do { if (!(cond)) return (int)(in - start); } while (0)
     GAME_FIELDS(IN_G)
-    CHECK(g->phase >= 0 && g->phase < N_PHASES && (g->decider & ~1) == 0 && (g->active & ~1) == 0);
-    CHECK(g->attack_slot >= 0 && g->attack_slot < UNIT_SLOTS && g->attack_target_slot >= 0 && g->attack_target_slot < UNIT_SLOTS && (g->attack_seat & ~1) == 0);
     PENDING_FIELDS(IN_PE)
-    /* return_phase becomes the phase once the target is chosen */
-    CHECK(!bad_card(env, g->pending.card) && (g->pending.seat & ~1) == 0 && g->pending.return_phase >= 0 &&
-          g->pending.return_phase < N_PHASES);
     for (int seat = 0; seat < 2; seat++) {
         Player *p = &g->players[seat];
         PLAYER_FIELDS(IN_P)
-        CHECK(p->hand_count >= 0 && p->hand_count <= MAX_HAND && p->deck_count >= 0 && p->deck_count <= DECK_SIZE);
-        CHECK(p->discard_count >= 0 && p->deck_id >= 0 && p->deck_id < env->n_decks);
-        for (int h = 0; h < MAX_HAND; h++) { p->hand[h] = (int16_t)*in++; CHECK(!bad_card(env, p->hand[h])); }
-        for (int k = 0; k < DECK_SIZE; k++) { p->deck[k] = (int16_t)*in++; CHECK(!bad_card(env, p->deck[k])); }
+        for (int h = 0; h < MAX_HAND; h++) p->hand[h] = (int16_t)*in++;
+        for (int k = 0; k < DECK_SIZE; k++) p->deck[k] = (int16_t)*in++;
         for (int s = 0; s < UNIT_SLOTS; s++) {
             Unit *u = &p->units[s];
             UNIT_FIELDS(IN_U)
-            CHECK(!bad_card(env, u->card) && !bad_card(env, u->weapon_card));
         }
     }
     g->result = RESULT_NONE;
-    return 0;
+    return game_bounds_error(env, g);
 }

@@ -187,7 +187,8 @@ int greedy_choice(const Env *env, const Game *g);
 /* position.c: a flat int32 view of one game, for hand-built test positions */
 int position_size(void);
 void position_export(const Game *g, int32_t *out);
-int position_import(const Env *env, Game *g, const int32_t *in);  /* 0 ok, else field index + 1 */
+const char *position_import(const Env *env, Game *g, const int32_t *in);  /* NULL ok, else the bad field */
+const char *game_bounds_error(const Env *env, const Game *g);            /* NULL when memory-safe */
 /* render.c */
 int render_game(const Env *env, const Game *g, char *out, int cap);
 /* env.c */

@@ -6,6 +6,7 @@ refreshes the pool and the PFSP weights."""
 from __future__ import annotations
 
 import itertools
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,6 +14,7 @@ import torch
 
 from ..bots import GREEDY, RANDOM, GreedyBot, RandomBot
 from ..checkpoint import CheckpointError
+from ..checkpoint_fields import FieldError
 from ..config import LeagueSection
 from ..layout import ACTION_WIDTH
 from ..policy.tcg_policy import unwrap
@@ -23,6 +25,15 @@ from .matchmaking import LEARNER, SELF, Matchmaker, pfsp_weights
 
 if TYPE_CHECKING:  # the greedy bot's engine env; the league never steps an env itself
     from ..env import TCGEnv
+
+
+@contextmanager
+def league_field(name: str):
+    """Reading a checkpoint's league state: a malformed part is a FieldError naming it."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as err:
+        raise FieldError(f"league.{name}", f"{type(err).__name__}: {err}") from None
 
 
 class LeagueOpponents:
@@ -171,15 +182,17 @@ class LeagueOpponents:
         if state is None:
             log("[resume] note: the checkpoint has no league state: the league starts empty")
             return
-        self.manager.load_state_dict(state["manager"])
+        with league_field("manager"):
+            self.manager.load_state_dict(state["manager"])
         self.manager.save()
         self.sync_pool()
         if not exact:
             return
-        running, mm = state["league"], self.matchmaker
-        mm.load_state_dict(running["matchmaker"])
-        self.bots[RANDOM].load_state_dict({"rng": running["rng"]})
-        self.global_step = int(running["global_step"])
+        with league_field("league"):
+            running, mm = state["league"], self.matchmaker
+            mm.load_state_dict(running["matchmaker"])
+            self.bots[RANDOM].load_state_dict({"rng": running["rng"]})
+            self.global_step = int(running["global_step"])
         for m in sorted(mm.in_use() - {SELF, *self.bots}):
             if m in self.pool:
                 continue
@@ -191,4 +204,5 @@ class LeagueOpponents:
                     f"[league] WARNING: member {m} cannot be loaded ({e}); its {len(games)} running games "
                     f"continue as self-play"
                 )
-        self.pool.load_state_dict({"generator": running["opponents_generator"], "rows": running["opponent_state"]})
+        with league_field("league"):
+            self.pool.load_state_dict({"generator": running["opponents_generator"], "rows": running["opponent_state"]})

@@ -1,0 +1,292 @@
+"""Structural validation of a checkpoint's fields, before any of them is used.
+
+A checkpoint comes from a file someone may have damaged or crafted. `torch.load(weights_only=
+True)` guarantees it holds only tensors and plain containers; this module checks that each
+field the code reads has the type, shape and (finite) values it expects, so a bad file is
+refused with `FieldError(field, problem)` naming the field (`run_state.state_h`,
+`policy.core.weight_ih`) rather than failing somewhere inside the trainer.
+
+    check_fields(state)                    every field present (a policy file or a run checkpoint)
+    check_resume_fields(state)             + the run state --resume-load-optimizer restores
+    check_against_policy(state, policy)    tensors whose shapes follow the architecture
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .layout import ACTION_WIDTH
+
+RESUME_FIELDS = ("optimizer", "scheduler", "rng", "run_state")
+MT19937_WORDS = 624  # python `random` and numpy's legacy generator both use MT19937
+
+
+class FieldError(ValueError):
+    def __init__(self, field: str, problem: str):
+        super().__init__(f"field {field}: {problem}")
+        self.field, self.problem = field, problem
+
+
+def _require(ok: bool, field: str, problem: str) -> None:
+    if not ok:
+        raise FieldError(field, problem)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _count(v: Any, field: str) -> None:
+    _require(_is_int(v) and v >= 0, field, f"expected an integer >= 0, got {v!r}")
+
+
+def _dict(v: Any, field: str) -> dict:
+    _require(isinstance(v, dict), field, f"expected a dict, got {type(v).__name__}")
+    return v
+
+
+def _optional(check: Callable[[Any, str], Any]) -> Callable[[Any, str], None]:
+    def run(v: Any, field: str) -> None:
+        if v is not None:
+            check(v, field)
+
+    return run
+
+
+def _tensor(v: Any, field: str, kind: str, shape: tuple | None = None) -> torch.Tensor:
+    """`kind`: float (finite values), int, bool or uint8."""
+    _require(isinstance(v, torch.Tensor), field, f"expected a tensor, got {type(v).__name__}")
+    ok_dtype = {
+        "float": v.is_floating_point(),
+        "int": not v.is_floating_point() and not v.is_complex() and v.dtype != torch.bool,
+        "bool": v.dtype == torch.bool,
+        "uint8": v.dtype == torch.uint8,
+    }[kind]
+    _require(ok_dtype, field, f"expected a {kind} tensor, got dtype {v.dtype}")
+    if shape is not None:
+        _require(tuple(v.shape) == tuple(shape), field, f"expected shape {list(shape)}, got {list(v.shape)}")
+    if kind == "float":
+        bad = int((~torch.isfinite(v)).sum())
+        _require(bad == 0, field, f"{bad} of {v.numel()} values are NaN or infinite")
+    return v
+
+
+def _tensors(v: Any, field: str) -> None:
+    """Every tensor anywhere inside `v` (dicts, lists, tuples) is finite where it is floating."""
+    if isinstance(v, torch.Tensor):
+        if v.is_floating_point():
+            _tensor(v, field, "float")
+    elif isinstance(v, dict):
+        for k, item in v.items():
+            _tensors(item, f"{field}.{k}")
+    elif isinstance(v, (list, tuple)):
+        for i, item in enumerate(v):
+            _tensors(item, f"{field}[{i}]")
+    elif isinstance(v, float):
+        _require(math.isfinite(v), field, f"{v!r} is not finite")
+
+
+def _str_map(v: Any, field: str, values: Callable[[Any], bool], what: str) -> None:
+    for k, item in _dict(v, field).items():
+        _require(isinstance(k, str) and values(item), f"{field}.{k}", f"expected {what}, got {item!r}")
+
+
+def _policy(v: Any, field: str) -> None:
+    _require(len(_dict(v, field)) > 0, field, "holds no weights")
+    for k, item in v.items():
+        _require(isinstance(k, str), field, f"weight names must be strings, got {k!r}")
+        _tensor(item, f"{field}.{k}", "float")
+
+
+def _policy_config(v: Any, field: str) -> None:
+    _str_map(v, field, lambda x: _is_int(x) and x >= 1, "a positive integer")
+
+
+def _fingerprint(v: Any, field: str) -> None:
+    _dict(v, field)
+    for key in ("obs_layout_hash", "action_space_hash", "config_hash"):
+        _require(v.get(key) is None or isinstance(v.get(key), str), f"{field}.{key}", "expected a hash string")
+    _str_map(v.get("source_hashes") or {}, f"{field}.source_hashes", lambda x: isinstance(x, str), "a hash string")
+    _str_map(v.get("versions") or {}, f"{field}.versions", lambda x: x is None or isinstance(x, str), "a string")
+
+
+def _numbers(v: Any, field: str) -> None:
+    _str_map(v, field, _is_number, "a finite number")
+
+
+def _optional_numbers(v: Any, field: str) -> None:
+    _str_map(v, field, lambda x: x is None or _is_number(x), "a finite number or none")
+
+
+def _config(v: Any, field: str) -> None:
+    _str_map(v, field, lambda x: isinstance(x, dict), "a section dict")
+
+
+def _text(v: Any, field: str) -> None:
+    _require(isinstance(v, str), field, f"expected a string, got {type(v).__name__}")
+
+
+TOP_FIELDS: dict[str, Callable[[Any, str], Any]] = {
+    "format": _text,
+    "format_version": lambda v, f: _require(_is_int(v) and v >= 1, f, f"expected an integer >= 1, got {v!r}"),
+    "fingerprint": _optional(_fingerprint),
+    "policy": _policy,
+    "policy_config": _policy_config,
+    "sampling_params": _optional(_numbers),
+    "global_step": _count,
+    "epoch": _count,
+    "anneal_offset": _optional(_count),
+    "anneal": _optional(_numbers),
+    "health": _optional(_optional_numbers),
+    "metrics": _optional(_numbers),
+    "config": _optional(_config),
+    "run_name": _optional(_text),
+    "resumed_from": _optional(_text),
+    "league": _optional(_dict),  # its contents are checked where the league reads them
+    "normalizer": lambda v, f: _require(v is None, f, "expected none (there is no normaliser)"),
+}
+
+
+def check_fields(state: dict) -> None:
+    """Every known field present in `state` has its expected type and finite values."""
+    for key, check in TOP_FIELDS.items():
+        if key in state:
+            check(state[key], key)
+    for key in RESUME_FIELDS:
+        if key in state:
+            RESUME_CHECKS[key](state[key], key)
+
+
+# ---- the run state (--resume-load-optimizer) -------------------------------------------------
+def _optimizer(v: Any, field: str) -> None:
+    _dict(v, field)
+    groups = v.get("param_groups")
+    _require(isinstance(groups, list) and len(groups) > 0, f"{field}.param_groups", "expected a non-empty list")
+    for i, group in enumerate(groups):
+        params = _dict(group, f"{field}.param_groups[{i}]").get("params")
+        _require(
+            isinstance(params, list) and all(_is_int(p) for p in params),
+            f"{field}.param_groups[{i}].params",
+            "expected a list of parameter indices",
+        )
+        for key, value in group.items():
+            if isinstance(value, float):
+                _require(math.isfinite(value), f"{field}.param_groups[{i}].{key}", f"{value!r} is not finite")
+    state = _dict(v.get("state"), f"{field}.state")
+    for k, entry in state.items():
+        _require(_is_int(k), f"{field}.state", f"keys must be parameter indices, got {k!r}")
+        _dict(entry, f"{field}.state[{k}]")
+    _tensors(state, f"{field}.state")
+
+
+def _rng(v: Any, field: str) -> None:
+    _dict(v, field)
+    py = v.get("python")
+    _require(
+        isinstance(py, (tuple, list))
+        and len(py) == 3
+        and _is_int(py[0])
+        and isinstance(py[1], (tuple, list))
+        and len(py[1]) == MT19937_WORDS + 1
+        and all(_is_int(x) and 0 <= x < 2**32 for x in py[1][:-1])
+        and _is_int(py[1][-1])
+        and 0 <= py[1][-1] <= MT19937_WORDS,
+        f"{field}.python",
+        "expected python random's state (version, 625 words, gauss)",
+    )
+    np_state = _dict(v.get("numpy"), f"{field}.numpy")
+    _require(np_state.get("kind") == "MT19937", f"{field}.numpy.kind", "expected 'MT19937'")
+    keys = _tensor(np_state.get("keys"), f"{field}.numpy.keys", "int", (MT19937_WORDS,))
+    _require(bool(((keys >= 0) & (keys < 2**32)).all()), f"{field}.numpy.keys", "words must be in [0, 2**32)")
+    pos = np_state.get("pos")
+    _require(_is_int(pos) and 0 <= pos <= MT19937_WORDS, f"{field}.numpy.pos", f"expected 0 .. {MT19937_WORDS}")
+    _require(np_state.get("has_gauss") in (0, 1), f"{field}.numpy.has_gauss", "expected 0 or 1")
+    _require(_is_number(np_state.get("cached_gaussian")), f"{field}.numpy.cached_gaussian", "expected a number")
+    _tensor(v.get("torch"), f"{field}.torch", "uint8", tuple(torch.get_rng_state().shape))
+    gen = _tensor(v.get("generator"), f"{field}.generator", "uint8")
+    _require(gen.dim() == 1, f"{field}.generator", "expected a 1-d state")
+    cuda = v.get("cuda")
+    _require(
+        cuda is None
+        or (isinstance(cuda, list) and all(isinstance(t, torch.Tensor) and t.dtype == torch.uint8 for t in cuda)),
+        f"{field}.cuda",
+        "expected none or a list of uint8 tensors",
+    )
+
+
+def _run_state(v: Any, field: str) -> None:
+    _dict(v, field)
+    n = v.get("num_agents")
+    _require(_is_int(n) and n >= 2 and n % 2 == 0, f"{field}.num_agents", f"expected an even integer >= 2, got {n!r}")
+    env = v.get("env")
+    if env is not None:
+        _dict(env, f"{field}.env")
+        _text(env.get("backend"), f"{field}.env.backend")
+        engines = env.get("engines")
+        _require(
+            isinstance(engines, list) and all(isinstance(b, bytes) for b in engines),
+            f"{field}.env.engines",
+            "expected a list of engine state bytes",
+        )
+        _str_map(env.get("buffers"), f"{field}.env.buffers", lambda x: isinstance(x, torch.Tensor), "a tensor")
+    h = _tensor(v.get("state_h"), f"{field}.state_h", "float")
+    _require(h.dim() == 2 and h.shape[0] == n, f"{field}.state_h", f"expected shape [{n}, hidden], got {list(h.shape)}")
+    _tensor(v.get("state_c"), f"{field}.state_c", "float", tuple(h.shape))
+    _tensor(v.get("episode_start"), f"{field}.episode_start", "bool", (n,))
+    _tensor(v.get("actions"), f"{field}.actions", "int", (n, ACTION_WIDTH))
+
+
+RESUME_CHECKS: dict[str, Callable[[Any, str], None]] = {
+    "optimizer": _optimizer,
+    "scheduler": _dict,
+    "rng": _rng,
+    "run_state": _run_state,
+}
+
+
+def check_resume_fields(state: dict) -> None:
+    """The fields an exact continuation restores must all be there (check_fields checked them)."""
+    missing = [k for k in RESUME_FIELDS if k not in state]
+    _require(
+        not missing,
+        ", ".join(missing),
+        "missing: this file holds no run state (a league member or a policy-only file); resume it without "
+        "--resume-load-optimizer to load the weights only",
+    )
+
+
+def check_against_policy(state: dict, policy: torch.nn.Module) -> None:
+    """Shapes that follow the architecture: the optimizer's per-parameter state and the LSTM state."""
+    params = list(policy.parameters())
+    if "optimizer" in state:
+        indices = [i for g in state["optimizer"]["param_groups"] for i in g["params"]]
+        _require(
+            sorted(indices) == list(range(len(params))),
+            "optimizer.param_groups",
+            f"names {len(indices)} parameters; the policy has {len(params)}",
+        )
+        for i, entry in state["optimizer"]["state"].items():
+            _require(0 <= i < len(params), "optimizer.state", f"parameter index {i} is out of range")
+            for key, value in entry.items():
+                if isinstance(value, torch.Tensor) and value.dim() > 0:
+                    _require(
+                        value.shape == params[i].shape,
+                        f"optimizer.state[{i}].{key}",
+                        f"shape {list(value.shape)} does not fit parameter shape {list(params[i].shape)}",
+                    )
+    run = state.get("run_state")
+    hidden = getattr(getattr(policy, "config", None), "hidden_size", None)
+    if run is not None and hidden is not None:
+        _require(
+            run["state_h"].shape[1] == hidden,
+            "run_state.state_h",
+            f"hidden size {run['state_h'].shape[1]}, the policy's is {hidden}",
+        )

@@ -1,0 +1,65 @@
+"""The error boundary of every command-line entry point.
+
+An error in what the user gave us - a config, a file, a checkpoint, a deck pool, a device - is
+a `UserInputError`: its message names the key or file and what would be valid, and an entry
+point prints it on one line and exits 2, without a traceback (as it does a `NonFiniteError`,
+training stopped on a NaN). Anything else is a bug of ours and keeps its traceback. Entry points validate every input before they create anything on
+disk, so a refused run leaves nothing behind."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+USAGE_EXIT = 2  # what argparse exits with for bad arguments; scripts can tell it from a crash (1)
+
+
+class ReportedError(Exception):
+    """An error whose message says everything the user needs: printed on one line, exit 2.
+    `label` says which kind."""
+
+    label = "error"
+
+
+class UserInputError(ReportedError):
+    """Bad input from the user: a config, a file, a checkpoint, a deck pool, a device."""
+
+
+class NonFiniteError(ReportedError):
+    """Training produced a non-finite loss, gradient or weight and was stopped ([train] nan_policy)."""
+
+    label = "training stopped"
+
+
+class ArgumentError(UserInputError):
+    """A command-line argument that is well-formed but unusable (an output folder that does not exist)."""
+
+    label = "bad argument"
+
+
+def output_file(path: Path | None, flag: str) -> Path | None:
+    """`path` if a file can be written there (its folder exists and is not a file), checked up
+    front so a long run never ends in an unwritable report."""
+    if path is not None and (path.is_dir() or not path.parent.is_dir()):
+        raise ArgumentError(f"{flag} {path}: {'is a directory' if path.is_dir() else 'its folder does not exist'}")
+    return path
+
+
+def entry_point(prog: str) -> Callable[[Callable[[list[str] | None], int]], Callable[[list[str] | None], int]]:
+    """Wraps an entry point's `main(argv) -> exit code`: a ReportedError becomes
+    `<prog>: <label>: <message>` on stderr and exit code 2."""
+
+    def wrap(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
+        @functools.wraps(main)
+        def guarded(argv: list[str] | None = None) -> int:
+            try:
+                return main(argv)
+            except ReportedError as err:
+                print(f"{prog}: {err.label}: {err}", file=sys.stderr)
+                return USAGE_EXIT
+
+        return guarded
+
+    return wrap
