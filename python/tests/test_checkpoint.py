@@ -47,13 +47,7 @@ ANNEALS = [
 COMMON = ["--config", SMOKE, "--train.eval-interval", "0", "--train.checkpoint-interval", "1", *ANNEALS]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """These models are tiny: one thread is as fast, and immune to a busy second core."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def run_dirs(base: Path) -> set[Path]:

@@ -37,13 +37,7 @@ NUM_GAMES = 16  # the smoke config's; self-play stores one decision per game per
 CUDA = torch.cuda.is_available()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """These models are tiny: one thread is as fast, and immune to a busy second core."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def smoke_trainer(*overrides: str) -> Trainer:

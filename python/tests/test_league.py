@@ -38,13 +38,7 @@ from tcgleague.train import checkpoint_writer
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """These models are tiny: one thread is as fast, and immune to a busy second core."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def league_cfg(**kw) -> LeagueSection:

@@ -17,13 +17,7 @@ from tcgleague.match import bot_side, make_deals, play_match, policy_side
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
 from tcgleague.policy.tcg_sampler import TCGSampler
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def by_game(report):

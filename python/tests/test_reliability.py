@@ -34,12 +34,7 @@ SMOKE = "configs/smoke.ini"
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def refused(capsys, main, argv: list[str], label: str) -> str:
@@ -120,6 +115,17 @@ def bad_config_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "unknown key": (["--train.learning-rat", "1e-3"], "did you mean 'learning_rate'"),
         "NaN learning rate": (["--train.learning-rate", "nan"], "[train] learning_rate"),
         "bad nan_policy": (["--train.nan-policy", "ignore"], "[train] nan_policy"),
+        # values that crashed or hung before they were bounded
+        "negative seed": (["--base.seed", "-1"], "[base] seed"),
+        "seed past 2**32": (["--base.seed", str(2**40)], "[base] seed"),
+        "a million torch threads": (["--base.torch-threads", "1000000"], "[base] torch_threads"),
+        "a million engine threads": (["--env.num-threads", "1000000"], "[env] num_threads"),
+        "turn cap past int16": (["--env.turn-cap", "40000"], "[env] turn_cap"),
+        "huge hidden size": (["--policy.hidden-size", "100000000"], "[policy] hidden_size"),
+        "absurd total_timesteps": (["--train.total-timesteps", "1e30"], "[train] total_timesteps"),
+        "run_name climbing out": (["--base.run-name", "../../etc"], "[base] run_name"),
+        "run_name with a slash": (["--base.run-name", "a/b"], "[base] run_name"),
+        "hidden run_name": (["--base.run-name", ".x"], "[base] run_name"),
     }
 
 

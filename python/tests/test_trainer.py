@@ -31,13 +31,7 @@ COUNT = LAYOUT["legal_count_offset"]
 SEAT = LAYOUT["global_offset"] + LAYOUT["global_features"]["seat"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """These models are tiny: one thread is as fast, and immune to a busy second core."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def smoke_trainer(run_dir=None, *overrides) -> Trainer:

@@ -392,6 +392,8 @@ def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
     weights_only=True. Unpickling runs whatever code the file names: only for files you trust."""
     src, dst = Path(src), Path(dst)
     _verify_archive(src)
+    if dst.exists():
+        raise CheckpointError(f"convert: {dst} exists; give a new path for the converted checkpoint")
     try:
         state = torch.load(src, map_location="cpu", weights_only=False)
     except Exception as err:  # noqa: BLE001 - any unpickling failure means an unusable file
@@ -400,7 +402,11 @@ def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
         raise CheckpointError(f"checkpoint {src} is not a tcgleague checkpoint (it holds a {type(state).__name__})")
     state = plain(state)
     atomic_write(dst, lambda f: torch.save(state, f))
-    return load_checkpoint(dst)
+    try:
+        return load_checkpoint(dst)
+    except CheckpointError:
+        dst.unlink(missing_ok=True)  # converted, but still not a usable checkpoint: leave nothing behind
+        raise
 
 
 @entry_point("tcgleague.checkpoint")

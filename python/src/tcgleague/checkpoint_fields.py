@@ -19,7 +19,10 @@ from typing import Any
 
 import torch
 
+from .config.validate import MAX_WIDTH
 from .layout import ACTION_WIDTH
+from .policy.tcg_sampler import TCGSampler
+from .vecenv import VecEnv
 
 RESUME_FIELDS = ("optimizer", "scheduler", "rng", "run_state")
 MT19937_WORDS = 624  # python `random` and numpy's legacy generator both use MT19937
@@ -86,7 +89,7 @@ def _tensors(v: Any, field: str) -> None:
             _tensor(v, field, "float")
     elif isinstance(v, dict):
         for k, item in v.items():
-            _tensors(item, f"{field}.{k}")
+            _tensors(item, f"{field}[{k}]" if _is_int(k) else f"{field}.{k}")
     elif isinstance(v, (list, tuple)):
         for i, item in enumerate(v):
             _tensors(item, f"{field}[{i}]")
@@ -107,7 +110,8 @@ def _policy(v: Any, field: str) -> None:
 
 
 def _policy_config(v: Any, field: str) -> None:
-    _str_map(v, field, lambda x: _is_int(x) and x >= 1, "a positive integer")
+    """Bounded too: a loader allocates whatever a crafted architecture asks for."""
+    _str_map(v, field, lambda x: _is_int(x) and 1 <= x <= MAX_WIDTH, f"an integer in [1, {MAX_WIDTH}]")
 
 
 def _fingerprint(v: Any, field: str) -> None:
@@ -120,6 +124,16 @@ def _fingerprint(v: Any, field: str) -> None:
 
 def _numbers(v: Any, field: str) -> None:
     _str_map(v, field, _is_number, "a finite number")
+
+
+def _sampling(v: Any, field: str, prefix: str = "") -> None:
+    """Sampler parameters (`prefix`: as the anneal values name them) the sampler accepts."""
+    _numbers(v, field)
+    params = {k[len(prefix) :]: x for k, x in v.items() if k.startswith(prefix)}
+    try:
+        TCGSampler.from_params(params)
+    except ValueError as err:
+        raise FieldError(field, str(err)) from None
 
 
 def _optional_numbers(v: Any, field: str) -> None:
@@ -140,11 +154,11 @@ TOP_FIELDS: dict[str, Callable[[Any, str], Any]] = {
     "fingerprint": _optional(_fingerprint),
     "policy": _policy,
     "policy_config": _policy_config,
-    "sampling_params": _optional(_numbers),
+    "sampling_params": _optional(_sampling),
     "global_step": _count,
     "epoch": _count,
     "anneal_offset": _optional(_count),
-    "anneal": _optional(_numbers),
+    "anneal": _optional(lambda v, f: _sampling(v, f, prefix="sampler/")),
     "health": _optional(_optional_numbers),
     "metrics": _optional(_numbers),
     "config": _optional(_config),
@@ -163,28 +177,82 @@ def check_fields(state: dict) -> None:
     for key in RESUME_FIELDS:
         if key in state:
             RESUME_CHECKS[key](state[key], key)
+    if "optimizer" in state and "scheduler" in state:
+        _scheduler_fits_optimizer(state)
 
 
 # ---- the run state (--resume-load-optimizer) -------------------------------------------------
+MAX_HYPERPARAMETER = 1e6  # past it Adam's float32 arithmetic overflows
+ADAM_GROUP = {  # Adam's hyperparameters per parameter group, as the trainer builds it
+    "lr": lambda x: _is_number(x) and 0 <= x <= MAX_HYPERPARAMETER,
+    "eps": lambda x: _is_number(x) and 0 < x <= MAX_HYPERPARAMETER,
+    "weight_decay": lambda x: _is_number(x) and 0 <= x <= MAX_HYPERPARAMETER,
+    "betas": lambda x: isinstance(x, (tuple, list)) and len(x) == 2 and all(_is_number(b) and 0 <= b < 1 for b in x),
+}
+ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")
+
+
 def _optimizer(v: Any, field: str) -> None:
     _dict(v, field)
     groups = v.get("param_groups")
     _require(isinstance(groups, list) and len(groups) > 0, f"{field}.param_groups", "expected a non-empty list")
     for i, group in enumerate(groups):
-        params = _dict(group, f"{field}.param_groups[{i}]").get("params")
+        where = f"{field}.param_groups[{i}]"
+        params = _dict(group, where).get("params")
         _require(
             isinstance(params, list) and all(_is_int(p) for p in params),
-            f"{field}.param_groups[{i}].params",
+            f"{where}.params",
             "expected a list of parameter indices",
         )
+        for key, ok in ADAM_GROUP.items():
+            _require(key in group and ok(group[key]), f"{where}.{key}", f"invalid value {group.get(key)!r}")
         for key, value in group.items():
-            if isinstance(value, float):
-                _require(math.isfinite(value), f"{field}.param_groups[{i}].{key}", f"{value!r} is not finite")
+            _require(
+                key in ADAM_GROUP
+                or key == "params"
+                or value is None
+                or isinstance(value, (bool, str))
+                or _is_number(value),
+                f"{where}.{key}",
+                f"expected a flag or a number, got {value!r}",
+            )
     state = _dict(v.get("state"), f"{field}.state")
     for k, entry in state.items():
         _require(_is_int(k), f"{field}.state", f"keys must be parameter indices, got {k!r}")
         _dict(entry, f"{field}.state[{k}]")
+        for key in ADAM_STATE:
+            _require(isinstance(entry.get(key), torch.Tensor), f"{field}.state[{k}].{key}", "expected a tensor")
+        step = _tensor(entry["step"], f"{field}.state[{k}].step", "float", ())
+        _require(float(step) >= 0, f"{field}.state[{k}].step", f"expected a count >= 0, got {float(step)}")
     _tensors(state, f"{field}.state")
+
+
+def _scheduler(v: Any, field: str) -> None:
+    """LambdaLR's state: the LR schedule itself is rebuilt from the config."""
+    _dict(v, field)
+    for key in ("last_epoch", "_step_count"):
+        _require(_is_int(v.get(key)) and v[key] >= -1, f"{field}.{key}", f"expected an integer, got {v.get(key)!r}")
+    for key in ("base_lrs", "_last_lr"):
+        lrs = v.get(key)
+        _require(
+            isinstance(lrs, list) and len(lrs) > 0 and all(_is_number(x) for x in lrs),
+            f"{field}.{key}",
+            "expected a list of finite learning rates",
+        )
+    lambdas = v.get("lr_lambdas")
+    _require(
+        isinstance(lambdas, list) and all(x is None or isinstance(x, dict) for x in lambdas),
+        f"{field}.lr_lambdas",
+        "expected a list of none or dicts",
+    )
+
+
+def _scheduler_fits_optimizer(state: dict) -> None:
+    """One learning rate and one schedule entry per parameter group."""
+    groups = len(state["optimizer"]["param_groups"])
+    for key in ("base_lrs", "_last_lr", "lr_lambdas"):
+        n = len(state["scheduler"][key])
+        _require(n == groups, f"scheduler.{key}", f"has {n} entries; the optimizer has {groups} parameter groups")
 
 
 def _rng(v: Any, field: str) -> None:
@@ -204,7 +272,7 @@ def _rng(v: Any, field: str) -> None:
     )
     np_state = _dict(v.get("numpy"), f"{field}.numpy")
     _require(np_state.get("kind") == "MT19937", f"{field}.numpy.kind", "expected 'MT19937'")
-    keys = _tensor(np_state.get("keys"), f"{field}.numpy.keys", "int", (MT19937_WORDS,))
+    keys = _tensor(np_state.get("keys"), f"{field}.numpy.keys", "int", (MT19937_WORDS,)).to(torch.int64)
     _require(bool(((keys >= 0) & (keys < 2**32)).all()), f"{field}.numpy.keys", "words must be in [0, 2**32)")
     pos = np_state.get("pos")
     _require(_is_int(pos) and 0 <= pos <= MT19937_WORDS, f"{field}.numpy.pos", f"expected 0 .. {MT19937_WORDS}")
@@ -236,7 +304,10 @@ def _run_state(v: Any, field: str) -> None:
             f"{field}.env.engines",
             "expected a list of engine state bytes",
         )
-        _str_map(env.get("buffers"), f"{field}.env.buffers", lambda x: isinstance(x, torch.Tensor), "a tensor")
+        buffers = env.get("buffers")
+        _str_map(buffers, f"{field}.env.buffers", lambda x: isinstance(x, torch.Tensor), "a tensor")
+        missing = [k for k in VecEnv.BUFFER_NAMES if k not in buffers]
+        _require(not missing, f"{field}.env.buffers", f"missing {', '.join(missing)}")
     h = _tensor(v.get("state_h"), f"{field}.state_h", "float")
     _require(h.dim() == 2 and h.shape[0] == n, f"{field}.state_h", f"expected shape [{n}, hidden], got {list(h.shape)}")
     _tensor(v.get("state_c"), f"{field}.state_c", "float", tuple(h.shape))
@@ -246,7 +317,7 @@ def _run_state(v: Any, field: str) -> None:
 
 RESUME_CHECKS: dict[str, Callable[[Any, str], None]] = {
     "optimizer": _optimizer,
-    "scheduler": _dict,
+    "scheduler": _scheduler,
     "rng": _rng,
     "run_state": _run_state,
 }
@@ -271,12 +342,14 @@ def check_against_policy(state: dict, policy: torch.nn.Module) -> None:
         _require(
             sorted(indices) == list(range(len(params))),
             "optimizer.param_groups",
-            f"names {len(indices)} parameters; the policy has {len(params)}",
+            f"must name each of the policy's {len(params)} parameters once (it names {len(indices)}, "
+            f"{len(set(indices))} distinct)",
         )
         for i, entry in state["optimizer"]["state"].items():
             _require(0 <= i < len(params), "optimizer.state", f"parameter index {i} is out of range")
-            for key, value in entry.items():
-                if isinstance(value, torch.Tensor) and value.dim() > 0:
+            for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+                value = entry.get(key)
+                if value is not None:
                     _require(
                         value.shape == params[i].shape,
                         f"optimizer.state[{i}].{key}",

@@ -28,6 +28,12 @@ from .sections import (
     ConfigError,
 )
 
+# Upper bounds past which a value is a typo, and would crash or hang rather than fail cleanly.
+MAX_THREADS = max(64, 4 * (os.cpu_count() or 1))  # torch / OpenMP threads: thousands exhaust the process
+MAX_TURN_CAP = 1000  # the engine counts turns in int16; real games end within ~40 turns
+MAX_WIDTH = 8192  # policy widths: 8192 already needs gigabytes per layer
+MAX_TIMESTEPS = 10**15
+
 # --------------------------------------------------------------------------------------------
 # Validation
 # --------------------------------------------------------------------------------------------
@@ -58,7 +64,14 @@ def validate(cfg: Config) -> None:
     b, e, v, p, t, w = cfg.base, cfg.env, cfg.vec, cfg.policy, cfg.train, cfg.wandb
 
     # [base]
-    check(bool(b.run_name.strip()), "base", "run_name", "must not be empty (e.g. emberfront)")
+    check(
+        bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", b.run_name)),
+        "base",
+        "run_name",
+        "must be a plain name: letters, digits, '.', '_' or '-', starting with a letter or digit "
+        "(it names the run's directory and files; e.g. emberfront)",
+    )
+    check(0 <= b.seed < 2**32, "base", "seed", "must be in [0, 2**32) (e.g. 1)")
     device_ok = bool(re.fullmatch(r"auto|cpu|cuda|cuda:\d+", b.device))
     check(device_ok, "base", "device", "must be auto, cpu, cuda or cuda:N (e.g. auto)")
     if device_ok and b.device not in ("auto", "cpu"):
@@ -69,14 +82,24 @@ def validate(cfg: Config) -> None:
             f"this machine has {cuda_devices()} CUDA device(s) visible to torch {torch.__version__}; valid here: "
             + ", ".join(["auto", "cpu", *(f"cuda:{k}" for k in range(cuda_devices()))]),
         )
-    check(b.torch_threads >= 0, "base", "torch_threads", "must be >= 0 (0 = torch default)")
+    check(
+        0 <= b.torch_threads <= MAX_THREADS,
+        "base",
+        "torch_threads",
+        f"must be in [0, {MAX_THREADS}] (0 = torch default; this machine has {os.cpu_count()} cores)",
+    )
     check(bool(b.experiments_dir.strip()), "base", "experiments_dir", "must not be empty (e.g. experiments)")
 
     # [env]
     check(e.num_games >= 1, "env", "num_games", "must be >= 1 (e.g. 1024)")
     check(2 * e.num_games < EXACT_INT_LIMIT, "env", "num_games", f"must be < {EXACT_INT_LIMIT // 2} (e.g. 1024)")
-    check(e.turn_cap >= 1, "env", "turn_cap", "must be >= 1 (e.g. 30)")
-    check(e.num_threads >= 1, "env", "num_threads", "must be >= 1 (e.g. 1, or the cores you can spare)")
+    check(1 <= e.turn_cap <= MAX_TURN_CAP, "env", "turn_cap", f"must be in [1, {MAX_TURN_CAP}] (e.g. 30)")
+    check(
+        1 <= e.num_threads <= MAX_THREADS,
+        "env",
+        "num_threads",
+        f"must be in [1, {MAX_THREADS}] (e.g. 1, or the cores you can spare: this machine has {os.cpu_count()})",
+    )
 
     # [vec]
     check(v.backend in VEC_BACKENDS, "vec", "backend", f"must be one of {', '.join(VEC_BACKENDS)}")
@@ -100,7 +123,7 @@ def validate(cfg: Config) -> None:
 
     # [policy]
     for key in ("card_embed_dim", "entity_dim", "hidden_size"):
-        check(getattr(p, key) >= 1, "policy", key, "must be >= 1 (e.g. 64)")
+        check(1 <= getattr(p, key) <= MAX_WIDTH, "policy", key, f"must be in [1, {MAX_WIDTH}] (e.g. 64)")
     for key in ("primary_temperature", "subaction_temperature_initial", "subaction_temperature_final"):
         check(getattr(p, key) > 0, "policy", key, "temperatures must be > 0 (e.g. 1.0)")
     for key in ("smoothing_eps_initial", "smoothing_eps_final"):
@@ -117,6 +140,7 @@ def validate(cfg: Config) -> None:
     ):
         check(getattr(t, key) >= 1, "train", key, f"must be >= 1 (e.g. {example})")
     check(t.batch_size < EXACT_INT_LIMIT, "train", "batch_size", f"must be < {EXACT_INT_LIMIT} (e.g. 32768)")
+    check(t.total_timesteps <= MAX_TIMESTEPS, "train", "total_timesteps", f"must be <= {MAX_TIMESTEPS:.0e} (e.g. 1e9)")
     if t.batch_size >= 1 and t.minibatch_size >= 1 and t.bptt_horizon >= 1:
         if t.batch_size % t.minibatch_size != 0:
             sugg = _nearest_divisor(t.batch_size, t.minibatch_size, t.bptt_horizon)

@@ -318,15 +318,18 @@ static PyObject *engine_set_state(EngineObject *self, PyObject *arg) {
         memcpy(&saved, &stored[i], sizeof(Game));
         check = saved;
         const char *bad = game_bounds_error(&self->env, &check);
-        if (!bad && check.result == RESULT_NONE) {
-            game_compute_legal(&self->env, &check);
-            if (check.n_legal != saved.n_legal ||
-                memcmp(check.legal, saved.legal, sizeof(check.legal[0]) * (size_t)check.n_legal) != 0)
-                bad = "legal (not the legal list of its position)";
-        }
         if (bad) {
             PyBuffer_Release(&b);
             return PyErr_Format(PyExc_ValueError, "engine state rejected: game %d: field %s is out of range", i, bad);
+        }
+        if (check.result == RESULT_NONE) {
+            game_compute_legal(&self->env, &check);
+            if (check.n_legal != saved.n_legal ||
+                memcmp(check.legal, saved.legal, sizeof(check.legal[0]) * (size_t)check.n_legal) != 0) {
+                PyBuffer_Release(&b);
+                return PyErr_Format(PyExc_ValueError,
+                                    "engine state rejected: game %d: its legal list is not the one its position gives", i);
+            }
         }
     }
     memcpy(self->env.games, stored, body);

@@ -62,6 +62,10 @@ const char *game_bounds_error(const Env *env, const Game *g) {
     REQUIRE(!bad_card(env, e->card) && !bad_seat(e->seat) && !bad_phase(e->return_phase), "pending");
     REQUIRE(e->source_slot >= -1 && e->source_slot < UNIT_SLOTS, "pending.source_slot");
     REQUIRE(g->n_legal >= 0 && g->n_legal <= MAX_LEGAL, "n_legal");
+    const EpisodeStat *st = &g->stat;  /* read back by name when the game ends */
+    REQUIRE(st->deck[0] >= 0 && st->deck[0] < env->n_decks && st->deck[1] >= 0 && st->deck[1] < env->n_decks,
+            "stat.deck");
+    REQUIRE(!bad_seat(st->first_player) && st->winner >= RESULT_NONE && st->winner <= RESULT_DRAW, "stat");
     for (int seat = 0; seat < 2; seat++) {
         const Player *p = &g->players[seat];
         REQUIRE(p->hand_count >= 0 && p->hand_count <= MAX_HAND, "hand_count");
