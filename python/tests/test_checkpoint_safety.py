@@ -23,11 +23,11 @@ import numpy as np
 import pytest
 import torch
 
-from tcgleague import checkpoint as checkpoint_cli
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague import train as train_cli
 from tcgleague.bots import random_actions
 from tcgleague.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, save_policy, write_checkpoint
+from tcgleague.checkpoint import convert as checkpoint_cli
 from tcgleague.config import load_config
 from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
@@ -585,6 +585,11 @@ def test_a_pickle_that_would_run_code_is_refused_by_every_loader(trained, tmp_pa
     store.load_state_dict({"members": [member], "next_order": 1, "retired": {}})
     with pytest.raises(CheckpointError, match=re.escape(hint)):
         store.load("e000001")
+    # the converter allows numpy's types and nothing else: it refuses the file too
+    capsys.readouterr()
+    assert checkpoint_cli.main(["convert", str(evil)]) == 2
+    assert "no code runs from a checkpoint" in capsys.readouterr().err
+    assert not evil.with_name(evil.stem + ".safe.pt").exists()
     assert not marker.exists(), "nothing in the file ran"
 
 

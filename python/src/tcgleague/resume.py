@@ -1,5 +1,5 @@
 """Resume policy: how a checkpoint is applied to a freshly built trainer, and the post-resume
-health probe. (The file format and its validation are checkpoint.py's; the run state itself is
+health probe. (The file format and its validation are the checkpoint package's; the run state itself is
 `Trainer.state_dict()` / `load_state_dict()`.)
 
 With --resume-load-optimizer the whole run state comes back, so on CPU with the native or
@@ -25,8 +25,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .checkpoint import CheckpointError, LoadedCheckpoint
-from .checkpoint_fields import FieldError
+from .checkpoint import CheckpointError, FieldError, LoadedCheckpoint
 from .policy.tcg_policy import TCGPolicy, build_policy, unwrap
 from .trainer import Trainer
 

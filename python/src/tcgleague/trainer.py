@@ -311,7 +311,7 @@ class Trainer:
 
     # ---- run state -------------------------------------------------------------------------------
     def state_dict(self) -> dict:
-        """Everything a checkpoint holds about this run (checkpoint.py adds format and fingerprint)."""
+        """Everything a checkpoint holds about this run (checkpoint/files.py adds format and fingerprint)."""
         env_state = self.env.state_dict() if self.obs is not None else None
         metrics = {  # the finite figures: a rolled-back update reports NaN losses
             k: float(v) for k, v in self.last_metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)

@@ -13,8 +13,7 @@ import numpy as np
 import torch
 
 from ..bots import GREEDY, RANDOM, GreedyBot, RandomBot
-from ..checkpoint import CheckpointError
-from ..checkpoint_fields import FieldError
+from ..checkpoint import CheckpointError, FieldError
 from ..config import LeagueSection
 from ..layout import ACTION_WIDTH
 from ..policy.tcg_policy import unwrap

@@ -25,7 +25,7 @@ Integrity: torch's zip container stores a CRC-32 per member; `load_checkpoint` v
 (torch.load alone silently returns corrupted tensors) before unpickling anything.
 
 Safety: files are read with `weights_only=True` (no code runs), then every field is checked for
-type, shape and finite values (checkpoint_fields.py). A file whose pickle needs more - an older
+type, shape and finite values (fields.py). A file whose pickle needs more - an older
 checkpoint holding numpy objects, or a crafted one - is refused with the command that converts
 it, `python -m tcgleague.checkpoint convert OLD.pt [NEW.pt]`, for files the user trusts.
 
@@ -39,24 +39,20 @@ call it, so they accept and refuse exactly the same files with the same messages
 
 from __future__ import annotations
 
-import argparse
 import json
 import pickle
 import re
-import sys
 import time
 import zipfile
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from .atomic import atomic_write
-from .checkpoint_fields import FieldError, check_against_policy, check_fields, check_resume_fields
-from .engine.cards import load_card_pool
-from .errors import UserInputError, entry_point, output_file
-from .fingerprint import (
+from ..atomic import atomic_write
+from ..engine.cards import load_card_pool
+from ..errors import UserInputError
+from ..fingerprint import (
     action_space_hash,
     changed_sources,
     compute_fingerprint,
@@ -65,7 +61,8 @@ from .fingerprint import (
     source_hashes,
     versions,
 )
-from .policy.tcg_policy import PolicyConfig, TCGPolicy, policy_from_state
+from ..policy.tcg_policy import PolicyConfig, TCGPolicy, policy_from_state
+from .fields import FieldError, check_against_policy, check_fields, check_resume_fields
 
 FORMAT = "tcgleague-checkpoint"
 FORMAT_VERSION = 1
@@ -208,25 +205,33 @@ class LoadedCheckpoint:
 
 UNSAFE_HINT = (
     "it is refused because unpickling it could run arbitrary code. If it is an older tcgleague checkpoint "
-    "from a source you trust, convert it once: python -m tcgleague.checkpoint convert {path}"
+    "holding numpy values, convert it once (this runs no code either): python -m tcgleague.checkpoint convert {path}"
 )
 
 
-def _unpickle(path: Path) -> dict:
-    """torch.load with weights_only=True: tensors and plain containers only, no code runs."""
+def read_state(path: Path, allowed: list | tuple = ()) -> dict:
+    """The checkpoint's dict, by torch.load with weights_only=True: tensors and plain containers
+    only (plus the `allowed` globals), so no code runs."""
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        with torch.serialization.safe_globals(list(allowed)):
+            state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:
         named = re.search(r"GLOBAL ([\w.]+)", str(err))
         needs = f"it names {named[1]}" if named else str(err).splitlines()[0][:200]
-        raise CheckpointError(
-            f"checkpoint {path} holds more than tensors and plain values ({needs}); " + UNSAFE_HINT.format(path=path)
-        ) from None
+        hint = (
+            "convert reads numpy values only: no code runs from a checkpoint"
+            if allowed
+            else UNSAFE_HINT.format(path=path)
+        )
+        raise CheckpointError(f"checkpoint {path} holds more than tensors and plain values ({needs}); {hint}") from None
     except Exception as err:  # noqa: BLE001 - any other unpickling failure means an unusable file
         raise CheckpointError(f"checkpoint {path} cannot be read ({type(err).__name__}: {err})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {path} is not a tcgleague checkpoint (it holds a {type(state).__name__})")
+    return state
 
 
-def _verify_archive(path: Path) -> None:
+def verify_archive(path: Path) -> None:
     """The file exists and is a complete zip whose members all match their CRC-32."""
     if not path.is_file():
         what = "is a directory, not a checkpoint file" if path.is_dir() else "not found"
@@ -243,10 +248,8 @@ def _verify_archive(path: Path) -> None:
 
 
 def _read(path: Path) -> dict:
-    _verify_archive(path)
-    state = _unpickle(path)
-    if not isinstance(state, dict):
-        raise CheckpointError(f"checkpoint {path} is not a tcgleague checkpoint (it holds a {type(state).__name__})")
+    verify_archive(path)
+    state = read_state(path)
     try:
         check_fields(state)
     except FieldError as err:
@@ -361,71 +364,3 @@ def load_checkpoint(
     except FieldError as err:
         raise CheckpointError(f"checkpoint {path} is damaged: {err}") from None
     return LoadedCheckpoint(path, state, arch, policy, loaded_warnings, notes)
-
-
-# ---- converting older checkpoints ---------------------------------------------------------------
-def plain(value, field: str = "checkpoint"):
-    """`value` as tensors and plain containers (what weights_only loading accepts): numpy arrays
-    become tensors, numpy scalars Python numbers, paths strings, dataclasses dicts."""
-    if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
-        return value
-    if isinstance(value, np.ndarray):
-        return torch.from_numpy(np.array(value, copy=True))
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, Path):
-        return str(value)
-    if is_dataclass(value) and not isinstance(value, type):
-        return plain(asdict(value), field)
-    if isinstance(value, dict):
-        return {plain(k, field): plain(v, f"{field}.{k}") for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        items = [plain(v, f"{field}[{i}]") for i, v in enumerate(value)]
-        return items if isinstance(value, list) else tuple(items)
-    raise CheckpointError(f"cannot convert field {field}: a {type(value).__module__}.{type(value).__name__}")
-
-
-def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
-    """Rewrites an older checkpoint that only loads with full unpickling as one that loads with
-    weights_only=True. Unpickling runs whatever code the file names: only for files you trust."""
-    src, dst = Path(src), Path(dst)
-    _verify_archive(src)
-    if dst.exists():
-        raise CheckpointError(f"convert: {dst} exists; give a new path for the converted checkpoint")
-    try:
-        state = torch.load(src, map_location="cpu", weights_only=False)
-    except Exception as err:  # noqa: BLE001 - any unpickling failure means an unusable file
-        raise CheckpointError(f"checkpoint {src} cannot be read ({type(err).__name__}: {err})") from None
-    if not isinstance(state, dict):
-        raise CheckpointError(f"checkpoint {src} is not a tcgleague checkpoint (it holds a {type(state).__name__})")
-    state = plain(state)
-    atomic_write(dst, lambda f: torch.save(state, f))
-    try:
-        return load_checkpoint(dst)
-    except CheckpointError:
-        dst.unlink(missing_ok=True)  # converted, but still not a usable checkpoint: leave nothing behind
-        raise
-
-
-@entry_point("tcgleague.checkpoint")
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tcgleague.checkpoint", description="Checkpoint tools.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    convert = sub.add_parser(
-        "convert",
-        help="rewrite an older checkpoint that needs full unpickling as a safe one (only for files you trust)",
-    )
-    convert.add_argument("src", type=Path, help="the checkpoint to convert")
-    convert.add_argument("dst", type=Path, nargs="?", help="where to write it (default: <src stem>.safe.pt)")
-    args = parser.parse_args(argv)
-    dst = args.dst or args.src.with_name(args.src.stem + ".safe.pt")
-    output_file(dst, "DST")
-    loaded = convert_checkpoint(args.src, dst)
-    print(f"wrote {dst} (epoch {int(loaded.state['epoch'])}, global_step {loaded.global_step}): it loads safely")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -19,10 +19,10 @@ from typing import Any
 
 import torch
 
-from .config.validate import MAX_WIDTH
-from .layout import ACTION_WIDTH
-from .policy.tcg_sampler import TCGSampler
-from .vecenv import VecEnv
+from ..config.validate import MAX_WIDTH
+from ..layout import ACTION_WIDTH
+from ..policy.tcg_sampler import TCGSampler
+from ..vecenv import VecEnv
 
 RESUME_FIELDS = ("optimizer", "scheduler", "rng", "run_state")
 MT19937_WORDS = 624  # python `random` and numpy's legacy generator both use MT19937

@@ -1,0 +1,40 @@
+"""Checkpoints: the file format, saving and THE load-and-validate path (files.py), the
+structural check of every field (fields.py), and converting older files (convert.py,
+`python -m tcgleague.checkpoint convert`)."""
+
+from .fields import FieldError, check_against_policy, check_fields, check_resume_fields
+from .files import (
+    FORMAT,
+    FORMAT_VERSION,
+    CheckpointError,
+    LoadedCheckpoint,
+    checkpoint_path,
+    latest_checkpoint,
+    list_checkpoints,
+    load_checkpoint,
+    prune_checkpoints,
+    resolve_checkpoint,
+    save_checkpoint,
+    save_policy,
+    write_checkpoint,
+)
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "CheckpointError",
+    "FieldError",
+    "LoadedCheckpoint",
+    "check_against_policy",
+    "check_fields",
+    "check_resume_fields",
+    "checkpoint_path",
+    "latest_checkpoint",
+    "list_checkpoints",
+    "load_checkpoint",
+    "prune_checkpoints",
+    "resolve_checkpoint",
+    "save_checkpoint",
+    "save_policy",
+    "write_checkpoint",
+]

@@ -1,0 +1,72 @@
+"""`python -m tcgleague.checkpoint convert OLD.pt [NEW.pt]`: an older checkpoint that holds numpy
+values (which `weights_only` loading refuses) rewritten as tensors and plain containers.
+
+The old file is read with `weights_only=True` plus an allowlist of numpy's array and scalar
+reconstructors only, so converting never runs code either: a file that names anything else is
+refused, naming it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..atomic import atomic_write
+from ..errors import entry_point, output_file
+from .files import CheckpointError, LoadedCheckpoint, load_checkpoint, read_state, verify_archive
+
+_multiarray = (getattr(np, "_core", None) or np.core).multiarray
+NUMPY_GLOBALS = [
+    _multiarray._reconstruct,
+    _multiarray.scalar,
+    np.ndarray,
+    np.dtype,
+    *(getattr(np.dtypes, name) for name in dir(np.dtypes) if name.endswith("DType")),
+]
+
+
+def plain(value, field: str = "checkpoint"):
+    """`value` with numpy arrays as tensors and numpy scalars as Python numbers."""
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.array(value, copy=True))
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {plain(k, field): plain(v, f"{field}.{k}") for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [plain(v, f"{field}[{i}]") for i, v in enumerate(value)]
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
+    """Writes `src` as a checkpoint that loads with weights_only=True at `dst` (a new path)."""
+    src, dst = Path(src), Path(dst)
+    verify_archive(src)
+    if dst.exists():
+        raise CheckpointError(f"convert: {dst} exists; give a new path for the converted checkpoint")
+    state = read_state(src, NUMPY_GLOBALS)
+    state = plain(state)
+    atomic_write(dst, lambda f: torch.save(state, f))
+    try:
+        return load_checkpoint(dst)
+    except CheckpointError:
+        dst.unlink(missing_ok=True)  # converted, but still not a usable checkpoint: leave nothing behind
+        raise
+
+
+@entry_point("tcgleague.checkpoint")
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tcgleague.checkpoint", description="Checkpoint tools.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    convert = sub.add_parser("convert", help="rewrite an older checkpoint holding numpy values as a safe one")
+    convert.add_argument("src", type=Path, help="the checkpoint to convert")
+    convert.add_argument("dst", type=Path, nargs="?", help="where to write it (default: <src stem>.safe.pt)")
+    args = parser.parse_args(argv)
+    dst = args.dst or args.src.with_name(args.src.stem + ".safe.pt")
+    output_file(dst, "DST")
+    loaded = convert_checkpoint(args.src, dst)
+    print(f"wrote {dst} (epoch {int(loaded.state['epoch'])}, global_step {loaded.global_step}): it loads safely")
+    return 0
