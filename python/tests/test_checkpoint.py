@@ -306,9 +306,13 @@ def test_truncated_and_corrupted_files_give_a_clear_error_naming_the_file(straig
     assert resume_err.split("checkpoint refused: ")[1] == eval_err.split("checkpoint refused: ")[1]
 
 
-def test_latest_without_checkpoints_is_an_error(tmp_path, capsys):
-    rc = train_cli.main([*COMMON, "--base.experiments-dir", str(tmp_path), "--resume-checkpoint", "latest"])
-    assert rc == 2 and "no checkpoint model_smoke_NNNNNN.pt" in capsys.readouterr().err
+def test_latest_without_checkpoints_starts_fresh(tmp_path, capsys):
+    """`--resume-checkpoint latest` is safe on a fresh run (torchrun's restarts pass it every time)."""
+    args = [*COMMON, "--base.experiments-dir", str(tmp_path), "--train.total-timesteps", "512"]
+    rc = train_cli.main([*args, "--resume-checkpoint", "latest", "--resume-load-optimizer"])
+    assert rc == 0 and "no checkpoint model_smoke_NNNNNN.pt" in capsys.readouterr().err
+    (first,) = list_checkpoints(next(tmp_path.glob("smoke_*")), "smoke")
+    assert load_checkpoint(first).state["epoch"] == 1 and load_checkpoint(first).state["resumed_from"] is None
 
 
 # ---- saving -----------------------------------------------------------------------------------

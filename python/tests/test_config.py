@@ -35,7 +35,7 @@ def test_defaults_load():
     assert cfg.base.device == "auto" and cfg.vec.backend == "native"
     assert cfg.league.enable is False and cfg.wandb.mode == "auto"
     d = cfg.to_dict()
-    assert set(d) == set(SECTIONS) == {"base", "env", "vec", "policy", "train", "league", "wandb"}
+    assert set(d) == set(SECTIONS) == {"base", "env", "vec", "policy", "train", "league", "dist", "wandb"}
     assert d["train"]["learning_rate"] == 6e-4
 
 
@@ -313,6 +313,7 @@ PROBE_VALUES = {
     ("train", "checkpoint_interval_unit"): "steps",
     ("league", "pfsp_weighting"): "linear",
     ("league", "rating"): "openskill",  # the only rating system: the default is all there is
+    ("dist", "backend"): "gloo",
     ("wandb", "project"): "probe-project",
     ("wandb", "group"): "probe-group",
     ("wandb", "tags"): "a,b",

@@ -295,6 +295,7 @@ def test_matchups_change_only_at_episode_boundaries():
     # every finished non-self game reached the payoff, credited to the right side: the decayed
     # counts recomputed from the env's records equal the manager's, and the metric is their score
     assert outcomes.get(RANDOM) and outcomes.get(GREEDY)
+    league.record_results()  # what end_epoch does first
     assert {who for (a, who) in mgr.payoff.table if a == LEARNER} == set(outcomes)
     metrics = league.metrics()
     for who, results in outcomes.items():
@@ -350,6 +351,8 @@ def test_after_step_credits_the_learner_seat():
     terminals[:6] = True
     mask = league.after_step(rewards, terminals, truncations, global_step=10)
     assert list(mask) == in_force  # the mask of the step taken
+    assert mgr.payoff.table == {}, "results reach the payoff once per epoch"
+    league.record_results()
     assert mgr.payoff.table == {
         (LEARNER, RANDOM): [1.0, 0.0, 1.0],
         (RANDOM, LEARNER): [0.0, 0.0, 1.0],
@@ -364,6 +367,7 @@ def test_after_step_credits_the_learner_seat():
     _force(league, [RANDOM, RANDOM], seats=[1, 0])
     rewards = np.array([1.0, -1.0, 0.0, 0.0], dtype=np.float32)
     league.after_step(rewards, np.array([True, True, False, False]), np.array([False, False, True, True]), 10)
+    league.record_results()
     assert mgr.payoff.table[(LEARNER, RANDOM)] == [0.0, 1.0, 2.0]  # a loss and a draw
     assert mgr.payoff.table[(RANDOM, LEARNER)] == [1.0, 1.0, 2.0]
     assert league.metrics()["league/payoff_vs_random"] == 0.25

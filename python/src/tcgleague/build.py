@@ -2,7 +2,8 @@
 
     trainer = build_trainer(cfg, run_dir, logger, dashboard)
 
-Self-play and league runs differ only in the opponent side built here."""
+Self-play and league runs differ only in the opponent side built here; a rank of a torchrun
+job differs only in its `dist` (its env shard's seed, its GPU, DDP, rank 0's league owner)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 
 from .config import Config
 from .devices import resolve_device
+from .dist import SINGLE, Dist
 from .league import LeagueManager, LeagueOpponents
 from .logger import Dashboard, RunLogger
 from .opponent_side import OpponentSide, SelfPlay
@@ -22,10 +24,11 @@ from .trainer import Trainer
 from .vecenv import VecEnv
 
 
-def env_kwargs(cfg: Config) -> dict:
+def env_kwargs(cfg: Config, seed: int | None = None) -> dict:
+    """The env of a run (`seed`: a rank's own; default the base seed)."""
     return dict(
         num_games=cfg.env.num_games,
-        seed=cfg.base.seed,
+        seed=cfg.base.seed if seed is None else seed,
         turn_cap=cfg.env.turn_cap,
         reward_shaping=cfg.env.reward_shaping,
         deck_pool=cfg.env.deck_pool or None,
@@ -41,31 +44,40 @@ def policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
     )
 
 
-def build_opponents(cfg: Config, env: VecEnv, run_dir: Path | None, device: torch.device) -> OpponentSide:
-    """Self-play, or the league (its state in <run_dir>/league/) with [league] enable."""
+def build_opponents(
+    cfg: Config, env: VecEnv, run_dir: Path | None, device: torch.device, dist: Dist = SINGLE
+) -> OpponentSide:
+    """Self-play, or the league (its state in <run_dir>/league/) with [league] enable. Under
+    torchrun only rank 0's manager has a directory; the others hold its replica in memory."""
     if not cfg.league.enable:
         return SelfPlay(env.num_agents)
     manager = LeagueManager(
         cfg.league,
-        Path(run_dir) / "league" if run_dir is not None else None,
+        Path(run_dir) / "league" if run_dir is not None and dist.is_main else None,
         seed=cfg.base.seed,
         turn_cap=cfg.env.turn_cap,
         device=device,
     )
-    return LeagueOpponents(cfg.league, env.num_games, manager, env.engine_env, seed=cfg.base.seed, device=device)
+    return LeagueOpponents(
+        cfg.league, env.num_games, manager, env.engine_env, seed=dist.rank_seed(cfg.base.seed), device=device, dist=dist
+    )
 
 
 def build_trainer(
-    cfg: Config, run_dir: Path | None, logger: RunLogger | None = None, dashboard: Dashboard | None = None
+    cfg: Config,
+    run_dir: Path | None,
+    logger: RunLogger | None = None,
+    dashboard: Dashboard | None = None,
+    dist: Dist = SINGLE,
 ) -> Trainer:
     seed_global(cfg.base.seed)
     if cfg.base.torch_threads > 0:
         torch.set_num_threads(cfg.base.torch_threads)
-    device = resolve_device(cfg.base.device)
+    device = resolve_device(cfg.base.device, dist.local_rank if dist.enabled else None)
     if device.type == "cuda":
         torch.cuda.set_device(device)  # kernels, streams and events of this run all on that GPU
-    env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg))
+    env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg, dist.rank_seed(cfg.base.seed)))
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), cfg.base.seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
-    opponents = build_opponents(cfg, env, run_dir, device)
-    return Trainer(cfg, env, policy, sampler, opponents, logger, dashboard)
+    opponents = build_opponents(cfg, env, run_dir, device, dist)
+    return Trainer(cfg, env, policy, sampler, opponents, logger, dashboard, dist)

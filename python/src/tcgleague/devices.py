@@ -17,10 +17,13 @@ import torch
 from .config import Config
 
 
-def resolve_device(name: str) -> torch.device:
-    """The torch device for a validated `[base] device` value."""
+def resolve_device(name: str, local_rank: int | None = None) -> torch.device:
+    """The torch device for a validated `[base] device` value; under torchrun (`local_rank`
+    given) `auto` and `cuda` mean this rank's own GPU, cuda:<local rank>."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and local_rank is not None:
+        return torch.device("cuda", local_rank)
     return torch.device(name)
 
 

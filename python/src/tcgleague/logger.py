@@ -27,6 +27,7 @@ METRIC_NAMESPACES = (
     "perf/",
     "eval/",
     "resume/",
+    "dist/",
 )
 METRICS_FILE = "metrics.jsonl"
 

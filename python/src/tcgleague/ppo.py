@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 
 from .devices import mark_static
+from .dist import SINGLE, Dist
 from .layout import legal_from_obs
 from .rollout import Batch
 
@@ -89,7 +90,11 @@ class UpdateSettings:
 
 class PPOUpdater:
     """Owns the (optionally compiled) loss, the pre-allocated minibatch tensors and the
-    optimizer step. One `update(batch)` call per epoch; statistics are read once at its end."""
+    optimizer step. One `update(batch)` call per epoch; statistics are read once at its end.
+
+    Under torchrun the loss module is wrapped in DistributedDataParallel (`dist`): each rank's
+    backward averages the gradients of every rank's minibatch, so all ranks take the same
+    optimizer step on the same weights."""
 
     def __init__(
         self,
@@ -101,11 +106,13 @@ class PPOUpdater:
         obs_size: int,
         hidden_size: int,
         device: torch.device,
+        dist: Dist = SINGLE,
     ):
-        self.policy, self.optimizer, self.settings, self.device = policy, optimizer, settings, device
+        self.policy, self.optimizer, self.settings, self.device, self.dist = policy, optimizer, settings, device, dist
         self.loss = PPOLoss(policy, sampler)
+        loss = dist.data_parallel(self.loss, device)
         self.compiled = settings.compile_mode is not None
-        self.loss_fn = torch.compile(self.loss, mode=settings.compile_mode) if self.compiled else self.loss
+        self.loss_fn = torch.compile(loss, mode=settings.compile_mode) if self.compiled else loss
         self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.precision == "bf16")
         m, t = settings.minibatch_segments, horizon
         shapes = {
@@ -184,8 +191,11 @@ class PPOUpdater:
         totals /= max(1, steps)
         first = first_ratio_dev if first_ratio_dev is not None else torch.zeros((), device=self.device)
         weights_finite = torch.stack([torch.isfinite(p).all() for p in self.params]).all()
+        # Every rank rolls back if any does (the gradients are shared, so the ranks agree anyway;
+        # a loss that is non-finite on one rank alone must not split the replicas).
+        any_bad = self.dist.any(((first_bad > 0) | ~weights_finite).float().reshape(1))
         figures = torch.cat(
-            [totals[: len(STAT_NAMES)], first.reshape(1), first_bad.reshape(1), weights_finite.float().reshape(1)]
+            [totals[: len(STAT_NAMES)], first.reshape(1), first_bad.reshape(1), 1.0 - any_bad]
         ).tolist()  # the update's one host read
         out = {f"losses/{name}": v for name, v in zip(STAT_NAMES, figures)}
         out["losses/first_minibatch_ratio_dev"] = figures[len(STAT_NAMES)]

@@ -1,5 +1,9 @@
 """`python -m tcgleague.train [--config PATH] [--section.key value ...]`: PPO on Emberfront,
-self-play by default, league training with --league-enable (see [league])."""
+self-play by default, league training with --league-enable (see [league]).
+
+The same command runs under `torchrun --nproc_per_node N train.py ...` as N data-parallel
+ranks (dist.py): rank 0 picks the run directory and the checkpoint to resume and tells the
+others, and alone writes files."""
 
 from __future__ import annotations
 
@@ -16,12 +20,14 @@ from .build import build_trainer, policy_config
 from .checkpoint import (
     CheckpointError,
     LoadedCheckpoint,
+    latest_checkpoint,
     list_checkpoints,
     load_checkpoint,
-    resolve_checkpoint,
     save_checkpoint,
 )
 from .config import Config, load_config
+from .devices import resolve_device
+from .dist import Dist, init_distributed, shutdown, torchrun_local_rank
 from .engine.cards import load_card_pool
 from .errors import UserInputError, entry_point
 from .logger import Dashboard, RunLogger
@@ -43,7 +49,8 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         "--resume-checkpoint",
         metavar="PATH|latest",
         help="start from a checkpoint; 'latest' = the newest one of this run_name under [base] "
-        "experiments_dir. The resumed run writes into a new run directory",
+        "experiments_dir, or a fresh start when there is none (safe for torchrun --max-restarts). "
+        "The resumed run writes into a new run directory",
     )
     r.add_argument(
         "--resume-load-optimizer",
@@ -67,13 +74,15 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     return parser.parse_known_args(argv)
 
 
-def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path]:
-    """The trainer's checkpoint_fn: its state_dict() as model_<run_name>_<epoch>.pt, with retention."""
+def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path | None]:
+    """The trainer's checkpoint_fn: its state_dict() as model_<run_name>_<epoch>.pt, with
+    retention. Every rank calls it (the state is gathered); rank 0 writes."""
 
-    def write(trainer: Trainer) -> Path:
-        return save_checkpoint(
-            run_dir, cfg.base.run_name, trainer.state_dict(), cfg.to_dict(), cfg.train.max_checkpoints
-        )
+    def write(trainer: Trainer) -> Path | None:
+        state = trainer.state_dict()
+        if state is None:
+            return None
+        return save_checkpoint(run_dir, cfg.base.run_name, state, cfg.to_dict(), cfg.train.max_checkpoints)
 
     return write
 
@@ -92,7 +101,16 @@ def load_resume(args: argparse.Namespace, cfg: Config) -> tuple[LoadedCheckpoint
     options = ResumeOptions(
         args.resume_checkpoint, args.resume_load_optimizer, args.resume_strict, args.resume_auto_reset_critic
     )
-    path = resolve_checkpoint(args.resume_checkpoint, Path(cfg.base.experiments_dir), cfg.base.run_name)
+    path = Path(args.resume_checkpoint)
+    if args.resume_checkpoint == "latest":
+        path = latest_checkpoint(Path(cfg.base.experiments_dir), cfg.base.run_name)
+        if path is None:
+            print(
+                f"note: --resume-checkpoint latest: no checkpoint model_{cfg.base.run_name}_NNNNNN.pt under "
+                f"{cfg.base.experiments_dir}/{cfg.base.run_name}_*/: starting fresh",
+                file=sys.stderr,
+            )
+            return None, None
     loaded = load_checkpoint(
         path,
         policy_config=policy_config(cfg, load_card_pool().n_cards),
@@ -110,36 +128,74 @@ def main(argv: list[str] | None = None) -> int:
     if args.league_enable:
         overrides += ["--league.enable", "true"]
     cfg = load_config(args.config, overrides, log=lambda msg: print(msg, file=sys.stderr))
-    loaded, options = load_resume(args, cfg)
-    # Every input is valid: only now is anything created on disk.
-    run_id = f"{int(time.time())}{uuid.uuid4().hex[:4]}"
+    dist = init_distributed(cfg.dist, resolve_device(cfg.base.device, torchrun_local_rank()))
+    try:
+        return run(args, cfg, dist)
+    finally:
+        shutdown(dist)
+
+
+def rank_log(dist: Dist) -> Callable[[str], None]:
+    """Rank 0 reports everything; the other ranks only their own warnings (the rest is the same)."""
+    if dist.is_main:
+        return print
+
+    def log(msg: str) -> None:
+        if "WARNING" in msg:
+            print(f"[rank {dist.rank}] {msg}", file=sys.stderr)
+
+    return log
+
+
+def run(args: argparse.Namespace, cfg: Config, dist: Dist) -> int:
+    loaded, options = dist.broadcast(load_resume(args, cfg) if dist.is_main else None)
+    # Every input is valid: only now is anything created on disk (by rank 0 alone).
+    run_id = dist.broadcast(f"{int(time.time())}{uuid.uuid4().hex[:4]}")
     run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_{run_id}"
-    removed = remove_leftover_temp_files(Path(cfg.base.experiments_dir).glob(f"{cfg.base.run_name}_*"))
-    if removed:
-        print(f"removed {len(removed)} temp file(s) left by interrupted writes of earlier runs", file=sys.stderr)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = RunLogger(run_dir, cfg.to_dict(), cfg.wandb, run_id)
-    dashboard = Dashboard(cfg.base.run_name, cfg.train.total_timesteps, enabled=cfg.train.dashboard)
+    logger = dashboard = None
+    if dist.is_main:
+        removed = remove_leftover_temp_files(Path(cfg.base.experiments_dir).glob(f"{cfg.base.run_name}_*"))
+        if removed:
+            print(f"removed {len(removed)} temp file(s) left by interrupted writes of earlier runs", file=sys.stderr)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        logger = RunLogger(run_dir, cfg.to_dict(), cfg.wandb, run_id)
+        dashboard = Dashboard(cfg.base.run_name, cfg.train.total_timesteps, enabled=cfg.train.dashboard)
     started = refused = False
     try:
-        trainer = build_trainer(cfg, run_dir, logger, dashboard)
-        print(f"run directory: {run_dir}")
+        trainer = build_trainer(cfg, run_dir, logger, dashboard, dist)
+        if dist.is_main:
+            print(f"run directory: {run_dir}")
+            if dist.enabled:
+                print(global_batch_note(cfg, dist, trainer.device))
         if loaded is not None:
-            apply_resume(trainer, loaded, options)
+            apply_resume(trainer, loaded, options, log=rank_log(dist))
         started = True
         trainer.train(checkpoint_fn=checkpoint_writer(run_dir, cfg))
     except UserInputError:
         refused = not started
         raise
     finally:
-        dashboard.close()
-        logger.close()
-        if refused and not list_checkpoints(run_dir, cfg.base.run_name):
+        if dashboard is not None:
+            dashboard.close()
+        if logger is not None:
+            logger.close()
+        if dist.is_main and refused and not list_checkpoints(run_dir, cfg.base.run_name):
             # Refused while the run was set up (a league state in the checkpoint that does not
             # parse): the directory holds nothing of value yet, so it does not stay behind.
             shutil.rmtree(run_dir, ignore_errors=True)
-    print(f"done: {run_dir}")
+    if dist.is_main:
+        print(f"done: {run_dir}")
     return 0
+
+
+def global_batch_note(cfg: Config, dist: Dist, device) -> str:
+    """What one epoch and one optimizer step are across the job ([env] and [train] sizes are per rank)."""
+    n, t = dist.world_size, cfg.train
+    return (
+        f"[dist] {n} ranks ({dist.backend}, rank 0 on {device}): {n} x {cfg.env.num_games} games; global batch "
+        f"{n} x {t.batch_size} = {n * t.batch_size} decisions per epoch, minibatch {n} x {t.minibatch_size} = "
+        f"{n * t.minibatch_size} per optimizer step"
+    )
 
 
 if __name__ == "__main__":

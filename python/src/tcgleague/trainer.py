@@ -26,6 +26,7 @@ from .anneal import anneal_values, anneals_from_config
 from .bots import BOTS
 from .config import Config
 from .devices import compile_mode_for
+from .dist import SINGLE, Dist, merge_rank_metrics, weights_digest
 from .errors import NonFiniteError
 from .layout import ACTION_WIDTH, DRAW, OBS_SIZE, PASS
 from .logger import Dashboard, RunLogger
@@ -81,13 +82,15 @@ class Trainer:
         opponents: OpponentSide,
         logger: RunLogger | None = None,
         dashboard: Dashboard | None = None,
+        dist: Dist = SINGLE,
     ):
         self.cfg, self.env, self.policy, self.sampler, self.opponents = cfg, env, policy, sampler, opponents
-        self.logger, self.dashboard = logger, dashboard
+        self.logger, self.dashboard, self.dist = logger, dashboard, dist
+        self.seed = dist.rank_seed(cfg.base.seed)  # this rank's env shard and sampling streams
         t = cfg.train
         self.device = next(policy.parameters()).device
         self.total_epochs = math.ceil(t.total_timesteps / t.batch_size)
-        if self.total_epochs * t.batch_size != t.total_timesteps:
+        if self.total_epochs * t.batch_size != t.total_timesteps and dist.is_main:
             print(
                 f"[train] total_timesteps {t.total_timesteps} rounded up to {self.total_epochs * t.batch_size} "
                 f"({self.total_epochs} epochs of batch_size {t.batch_size})"
@@ -112,10 +115,10 @@ class Trainer:
             t.precision,
         )
         self.updater = PPOUpdater(
-            policy, sampler, self.optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, self.device
+            policy, sampler, self.optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, self.device, dist
         )
         # rollout sampling and minibatch order, on the policy's device
-        self.generator = torch.Generator(device=self.device).manual_seed(cfg.base.seed)
+        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.learner = PolicyActor(
             policy, sampler, env.num_agents, self.generator, name="learner", compile_mode=compile_mode
         )
@@ -149,7 +152,7 @@ class Trainer:
         step one copy goes up and one comes back (transfer.py); statistics stay on the device
         until the epoch ends."""
         if self.obs is None:
-            self.obs = self.env.reset(self.cfg.base.seed)
+            self.obs = self.env.reset(self.seed)
             self.opponents.start(self.global_step)
         buffer = self.buffer
         buffer.start_epoch()
@@ -282,8 +285,9 @@ class Trainer:
         while self.epoch < self.total_epochs:
             metrics = self.train_epoch()
             out_of_time = max_seconds is not None and time.perf_counter() - wall_start >= max_seconds
+            metrics, out_of_time = self.reduce_across_ranks(metrics, out_of_time)
             last = self.epoch == self.total_epochs or out_of_time
-            if t.eval_interval and (self.epoch % t.eval_interval == 0 or last):
+            if t.eval_interval and (self.epoch % t.eval_interval == 0 or last) and self.dist.is_main:
                 metrics.update(self.evaluate())
             metrics["perf/wall_minutes"] = (time.perf_counter() - wall_start) / 60.0
             self.last_metrics = metrics
@@ -300,6 +304,27 @@ class Trainer:
             checkpoint_fn(self)
         return self.last_metrics
 
+    def reduce_across_ranks(self, metrics: dict, out_of_time: bool) -> tuple[dict, bool]:
+        """The epoch's one exchange between ranks: every rank's metrics merged (dist.py), whether
+        any rank ran out of time, and a check that the replicas' weights are still identical
+        (a divergence is a bug: the job stops rather than train on). A single process merges
+        its own metrics alone."""
+        digest = weights_digest(unwrap(self.policy).state_dict()) if self.dist.enabled else None
+        gathered = self.dist.all_gather((metrics, digest, out_of_time))
+        merged = merge_rank_metrics([m for m, _, _ in gathered], self.cfg.train.batch_size)
+        if self.dist.enabled:  # a torchrun job, of one rank too
+            merged["dist/world_size"] = float(self.dist.world_size)
+            merged["dist/rank0_sps"] = gathered[0][0]["perf/sps"]
+            digests = [d for _, d, _ in gathered]
+            if len(set(digests)) != 1:
+                raise RuntimeError(
+                    f"the policy replicas diverged at epoch {self.epoch}: weight digests by rank "
+                    f"{[d[:12] for d in digests]}"
+                )
+            merged["dist/replicas_in_sync"] = 1.0
+        self.last_metrics = merged
+        return merged, any(o for _, _, o in gathered)
+
     def checkpoint_due(self) -> bool:
         """After this epoch, by [train] checkpoint_interval (+ _unit epochs or steps)."""
         t = self.cfg.train
@@ -310,9 +335,33 @@ class Trainer:
         return self.epoch % t.checkpoint_interval == 0
 
     # ---- run state -------------------------------------------------------------------------------
-    def state_dict(self) -> dict:
-        """Everything a checkpoint holds about this run (checkpoint/files.py adds format and fingerprint)."""
-        env_state = self.env.state_dict() if self.obs is not None else None
+    def rank_state(self) -> dict:
+        """What this rank alone holds: its games, its LSTM state, its sampling stream and its
+        opponent side's running state."""
+        return {
+            "run_state": {
+                "num_agents": int(self.env.num_agents),
+                "env": self.env.state_dict() if self.obs is not None else None,  # None: before the first rollout
+                "state_h": self.learner.state.h.detach().cpu().clone(),
+                "state_c": self.learner.state.c.detach().cpu().clone(),
+                "episode_start": torch.from_numpy(self.episode_start.copy()),
+                "actions": torch.from_numpy(self.actions.copy()),
+            },
+            "generator": self.generator.get_state(),
+            "generator_device": self.device.type,
+            "league": self.opponents.state_dict(),
+        }
+
+    def state_dict(self) -> dict | None:
+        """Everything a checkpoint holds about this run (checkpoint/files.py adds format and
+        fingerprint). Every rank calls it at once: rank 0 gets the whole job's state (its own
+        rank state at the top level, as in a single process, and the other ranks' under
+        `dist.ranks`); the other ranks get None."""
+        gathered = self.dist.gather((self.rank_state(), weights_digest(unwrap(self.policy).state_dict())))
+        if gathered is None:
+            return None
+        ranks = [part for part, _ in gathered]
+        mine = ranks[0]
         metrics = {  # the finite figures: a rolled-back update reports NaN losses
             k: float(v) for k, v in self.last_metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)
         }
@@ -326,25 +375,19 @@ class Trainer:
             "anneal_offset": int(self.anneal_offset),
             "anneal": anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset),
             "sampling_params": self.sampler.get_sampling_params(),
-            "rng": {
-                **global_state(),
-                "generator": self.generator.get_state(),
-                "generator_device": self.device.type,
-            },
-            "run_state": {
-                "num_agents": int(self.env.num_agents),
-                "env": env_state,  # None before the first rollout, or with the multiprocessing backend
-                "state_h": self.learner.state.h.detach().cpu().clone(),
-                "state_c": self.learner.state.c.detach().cpu().clone(),
-                "episode_start": torch.from_numpy(self.episode_start.copy()),
-                "actions": torch.from_numpy(self.actions.copy()),
-            },
+            "rng": {**global_state(), "generator": mine["generator"], "generator_device": mine["generator_device"]},
+            "run_state": mine["run_state"],
             "metrics": metrics,
             "health": {
                 "entropy": metrics.get("sampler/rollout_entropy"),
                 "noop_rate": metrics.get("sampler/rollout_noop_rate"),
             },
-            "league": self.opponents.state_dict(),
+            "league": mine["league"],
+            "dist": {
+                "world_size": len(ranks),
+                "ranks": {str(r): part for r, part in enumerate(ranks) if r > 0},
+                "weight_digests": [digest for _, digest in gathered],  # equal: the replicas are identical
+            },
             "normalizer": None,  # no observation/reward normaliser exists (fixed feature scales)
             "config": self.cfg.to_dict(),
             "resumed_from": str(self.resumed_from) if self.resumed_from else None,
@@ -359,21 +402,49 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.global_step, self.epoch = int(state["global_step"]), int(state["epoch"])
         self.anneal_offset = int(state.get("anneal_offset") or 0)
-        exact = self._load_run_state(state["run_state"], log) if "run_state" in state else False
         if "rng" in state:
             set_global_state(state["rng"])
-            self._load_generator(state["rng"], log)
-        self.opponents.load_state_dict(state.get("league"), exact, log)
+        mine = self._rank_part(state, log)
+        if mine is None:  # another world size: fresh games and streams from this rank's seed
+            self.opponents.load_state_dict(state.get("league"), False, log)
+            return False
+        exact = self._load_run_state(mine["run_state"], log) if mine.get("run_state") is not None else False
+        if mine.get("generator") is not None:
+            self._load_generator(mine["generator"], mine.get("generator_device", "cpu"), log)
+        self.opponents.load_state_dict(mine.get("league"), exact, log)
         return exact
 
-    def _load_generator(self, rng: dict, log) -> None:
+    def _rank_part(self, state: dict, log) -> dict | None:
+        """This rank's part of a checkpoint (rank_state()), or None when it was written by a job
+        of another world size: then only the shared state (weights, optimizer, step) applies."""
+        saved_world = int((state.get("dist") or {}).get("world_size", 1))
+        if saved_world != self.dist.world_size:
+            if self.dist.is_main:
+                log(
+                    f"[resume] WARNING: the checkpoint was written by {saved_world} rank(s), this job has "
+                    f"{self.dist.world_size}: weights, optimizer, LR scheduler and step are restored; every rank's "
+                    "env shard is re-seeded (fresh deals) and its sampling stream restarts from its seed (the "
+                    "continuation is not exact)"
+                )
+            return None
+        if self.dist.rank > 0:
+            return state["dist"]["ranks"][str(self.dist.rank)]
+        rng = state.get("rng") or {}
+        return {
+            "run_state": state.get("run_state"),
+            "generator": rng.get("generator"),
+            "generator_device": rng.get("generator_device", "cpu"),
+            "league": state.get("league"),
+        }
+
+    def _load_generator(self, saved: torch.Tensor, saved_device: str, log) -> None:
         """The rollout generator's stream; one saved on another kind of device (a CPU run resumed
         on a GPU) has another state format, so that stream restarts from the seed, with a warning."""
-        if restore_generator(self.generator, rng["generator"], self.cfg.base.seed):
+        if restore_generator(self.generator, saved, self.seed):
             return
         log(
-            f"[resume] WARNING: the checkpoint's sampling stream was saved on {rng.get('generator_device', 'cpu')}, "
-            f"this run is on {self.device.type}: it restarts from seed {self.cfg.base.seed} (the continuation is "
+            f"[resume] WARNING: the checkpoint's sampling stream was saved on {saved_device}, "
+            f"this run is on {self.device.type}: it restarts from seed {self.seed} (the continuation is "
             "not exact)"
         )
 
@@ -393,7 +464,7 @@ class Trainer:
             )
             return False
         try:
-            self.obs = self.env.load_state_dict(run["env"], self.cfg.base.seed)
+            self.obs = self.env.load_state_dict(run["env"], self.seed)
         except ValueError as err:
             self.obs = None
             log(f"[resume] WARNING: engine state not restored ({err}): {fresh}")

@@ -165,6 +165,7 @@ TOP_FIELDS: dict[str, Callable[[Any, str], Any]] = {
     "run_name": _optional(_text),
     "resumed_from": _optional(_text),
     "league": _optional(_dict),  # its contents are checked where the league reads them
+    "dist": _optional(lambda v, f: _dist(v, f)),  # defined below, with the run state it repeats per rank
     "normalizer": lambda v, f: _require(v is None, f, "expected none (there is no normaliser)"),
 }
 
@@ -315,6 +316,38 @@ def _run_state(v: Any, field: str) -> None:
     _tensor(v.get("actions"), f"{field}.actions", "int", (n, ACTION_WIDTH))
 
 
+MAX_WORLD_SIZE = 1 << 16
+
+
+def _dist(v: Any, field: str) -> None:
+    """The ranks of the job that wrote the checkpoint: rank 0's state is at the top level, each
+    other rank's run state, sampling stream and league side under `ranks["<rank>"]`."""
+    _dict(v, field)
+    world = v.get("world_size")
+    _require(
+        _is_int(world) and 1 <= world <= MAX_WORLD_SIZE,
+        f"{field}.world_size",
+        f"expected an integer in [1, {MAX_WORLD_SIZE}], got {world!r}",
+    )
+    ranks = _dict(v.get("ranks"), f"{field}.ranks")
+    expected = [str(r) for r in range(1, world)]
+    _require(sorted(ranks) == sorted(expected), f"{field}.ranks", f"expected ranks {expected}, got {sorted(ranks)}")
+    for rank, part in ranks.items():
+        where = f"{field}.ranks.{rank}"
+        _dict(part, where)
+        _optional(_run_state)(part.get("run_state"), f"{where}.run_state")
+        gen = _tensor(part.get("generator"), f"{where}.generator", "uint8")
+        _require(gen.dim() == 1, f"{where}.generator", "expected a 1-d state")
+        _text(part.get("generator_device"), f"{where}.generator_device")
+        _optional(_dict)(part.get("league"), f"{where}.league")  # checked where the league reads it
+    digests = v.get("weight_digests")
+    _require(
+        isinstance(digests, list) and len(digests) == world and all(isinstance(d, str) for d in digests),
+        f"{field}.weight_digests",
+        f"expected {world} digest strings",
+    )
+
+
 RESUME_CHECKS: dict[str, Callable[[Any, str], None]] = {
     "optimizer": _optimizer,
     "scheduler": _scheduler,
@@ -355,11 +388,14 @@ def check_against_policy(state: dict, policy: torch.nn.Module) -> None:
                         f"optimizer.state[{i}].{key}",
                         f"shape {list(value.shape)} does not fit parameter shape {list(params[i].shape)}",
                     )
-    run = state.get("run_state")
     hidden = getattr(getattr(policy, "config", None), "hidden_size", None)
-    if run is not None and hidden is not None:
-        _require(
-            run["state_h"].shape[1] == hidden,
-            "run_state.state_h",
-            f"hidden size {run['state_h'].shape[1]}, the policy's is {hidden}",
-        )
+    runs = {"run_state": state.get("run_state")}
+    for rank, part in ((state.get("dist") or {}).get("ranks") or {}).items():
+        runs[f"dist.ranks.{rank}.run_state"] = part.get("run_state")
+    for where, run in runs.items():
+        if run is not None and hidden is not None:
+            _require(
+                run["state_h"].shape[1] == hidden,
+                f"{where}.state_h",
+                f"hidden size {run['state_h'].shape[1]}, the policy's is {hidden}",
+            )

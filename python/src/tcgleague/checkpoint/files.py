@@ -97,24 +97,14 @@ def prune_checkpoints(run_dir: Path, run_name: str, keep: int) -> None:
         old.with_suffix(".json").unlink(missing_ok=True)
 
 
-def latest_checkpoint(experiments_dir: Path, run_name: str) -> Path:
+def latest_checkpoint(experiments_dir: Path, run_name: str) -> Path | None:
     """The newest checkpoint of `run_name` under `experiments_dir` (every `<run_name>_<id>`
-    run directory): newest by modification time, then by epoch. Raises CheckpointError if none."""
+    run directory): newest by modification time, then by epoch. None if there is none."""
     found = []
     for run_dir in Path(experiments_dir).glob(f"{run_name}_*"):
         if run_dir.is_dir():
             found.extend(list_checkpoints(run_dir, run_name))
-    if not found:
-        raise CheckpointError(
-            f"--resume-checkpoint latest: no checkpoint model_{run_name}_NNNNNN.pt under "
-            f"{experiments_dir}/{run_name}_*/ (run_name {run_name!r})"
-        )
-    return max(found, key=lambda p: (p.stat().st_mtime_ns, _epoch_of(p)))
-
-
-def resolve_checkpoint(spec: str, experiments_dir: Path, run_name: str) -> Path:
-    """`PATH` or `latest` -> a checkpoint path (existence is checked by load_checkpoint)."""
-    return latest_checkpoint(experiments_dir, run_name) if spec == "latest" else Path(spec)
+    return max(found, key=lambda p: (p.stat().st_mtime_ns, _epoch_of(p))) if found else None
 
 
 # ---- saving -------------------------------------------------------------------------------

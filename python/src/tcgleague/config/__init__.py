@@ -3,7 +3,7 @@ overrides.
 
     cfg = load_config("configs/smoke.ini", ["--train.learning-rate", "1e-3"])
 
-    sections   one dataclass per section ([base] [env] [vec] [policy] [train] [league] [wandb])
+    sections   one dataclass per section ([base] [env] [vec] [policy] [train] [league] [dist] [wandb])
     loader     files and `--section.key value` overrides, coerced to each field's type
     validate   impossible values and combinations, named by `[section] key` with a valid value
 """
@@ -13,6 +13,7 @@ from .sections import (
     ANNEALS,
     CHECKPOINT_UNITS,
     COMPILE_MODES,
+    DIST_BACKENDS,
     LR_SCHEDULES,
     PFSP_WEIGHTINGS,
     RATINGS,
@@ -22,6 +23,7 @@ from .sections import (
     BaseSection,
     Config,
     ConfigError,
+    DistSection,
     EnvSection,
     LeagueSection,
     PolicySection,
@@ -34,6 +36,7 @@ __all__ = [
     "ANNEALS",
     "CHECKPOINT_UNITS",
     "COMPILE_MODES",
+    "DIST_BACKENDS",
     "LR_SCHEDULES",
     "PFSP_WEIGHTINGS",
     "RATINGS",
@@ -43,6 +46,7 @@ __all__ = [
     "BaseSection",
     "Config",
     "ConfigError",
+    "DistSection",
     "EnvSection",
     "LeagueSection",
     "PolicySection",

@@ -127,6 +127,14 @@ class LeagueSection:
 
 
 @dataclass
+class DistSection:
+    """[dist]: used only under torchrun (one process per rank; see README, "Training on several GPUs")."""
+
+    backend: str = "auto"  # auto | gloo | nccl (auto = nccl on CUDA, gloo on the CPU)
+    timeout_seconds: int = 900  # a collective waiting longer than this fails the job (a hung rank)
+
+
+@dataclass
 class WandbSection:
     enable: bool = False
     project: str = "tcgleague"
@@ -146,6 +154,7 @@ SECTIONS: dict[str, type] = {
     "policy": PolicySection,
     "train": TrainSection,
     "league": LeagueSection,
+    "dist": DistSection,
     "wandb": WandbSection,
 }
 
@@ -162,6 +171,8 @@ CHECKPOINT_UNITS = ("epochs", "steps")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 PFSP_WEIGHTINGS = ("squared", "variance", "linear", "uniform")
 RATINGS = ("openskill",)
+DIST_BACKENDS = ("auto", "gloo", "nccl")
+MAX_DIST_TIMEOUT = 86400
 ANNEALS = {  # anneal name -> section holding its keys
     "subaction_temperature": "policy",
     "smoothing_eps": "policy",
@@ -177,6 +188,7 @@ class Config:
     policy: PolicySection = field(default_factory=PolicySection)
     train: TrainSection = field(default_factory=TrainSection)
     league: LeagueSection = field(default_factory=LeagueSection)
+    dist: DistSection = field(default_factory=DistSection)
     wandb: WandbSection = field(default_factory=WandbSection)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:

@@ -15,8 +15,10 @@ from .sections import (
     ANNEALS,
     CHECKPOINT_UNITS,
     COMPILE_MODES,
+    DIST_BACKENDS,
     EXACT_INT_LIMIT,
     LR_SCHEDULES,
+    MAX_DIST_TIMEOUT,
     NAN_POLICIES,
     PFSP_WEIGHTINGS,
     PRECISIONS,
@@ -259,6 +261,22 @@ def validate(cfg: Config) -> None:
     check(0 < lg.payoff_decay <= 1, "league", "payoff_decay", "must be in (0, 1] (1 = no decay; e.g. 0.99)")
     check(lg.rating in RATINGS, "league", "rating", f"must be one of {', '.join(RATINGS)}")
     check(lg.opponent_batch >= 1, "league", "opponent_batch", "must be >= 1 (e.g. 256)")
+
+    # [dist]
+    d = cfg.dist
+    check(d.backend in DIST_BACKENDS, "dist", "backend", f"must be one of {', '.join(DIST_BACKENDS)}")
+    check(
+        d.backend != "nccl" or b.device != "cpu",
+        "dist",
+        "backend",
+        "nccl needs CUDA devices: use gloo (or auto) with [base] device = cpu",
+    )
+    check(
+        1 <= d.timeout_seconds <= MAX_DIST_TIMEOUT,
+        "dist",
+        "timeout_seconds",
+        f"must be in [1, {MAX_DIST_TIMEOUT}] (seconds a collective may wait; e.g. 900)",
+    )
 
     # [wandb]
     check(w.mode in WANDB_MODES, "wandb", "mode", f"must be one of {', '.join(WANDB_MODES)}")

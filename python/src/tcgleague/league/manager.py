@@ -234,6 +234,24 @@ class LeagueManager:
         self.promotions, self.candidates = int(state["promotions"]), int(state["candidates"])
         self.decisions = list(state["decisions"])
 
+    # ---- replicas (ranks other than 0 under torchrun) ------------------------------------------
+    def snapshot(self, sent: set[str]) -> dict:
+        """What a replica needs to equal this manager: the state dict, and the weights of the
+        members (and last-round retirees) not in `sent`, the ids it was already sent."""
+        weights = {}
+        for m in [*self.pool_ids(), *self.store.retired]:
+            if m not in sent:
+                try:
+                    weights[m] = self.store.weights(m)
+                except KeyError:  # a retiree held in memory only is gone here too
+                    pass
+        return {"state": self.state_dict(), "weights": weights}
+
+    def replicate(self, snapshot: dict) -> None:
+        """Becomes a copy of the manager that made `snapshot` (weights held in memory, no files)."""
+        self.store.replicate(snapshot["state"], snapshot["weights"])
+        self.load_state_dict({**snapshot["state"], **self.store.state_dict()})
+
     def save(self) -> Path:
         if self.state_path is None:
             raise ValueError("this league manager has no directory to save to")

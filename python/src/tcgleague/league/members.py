@@ -95,6 +95,26 @@ class MemberStore:
             self._cache[member_id] = out
         return out
 
+    def weights(self, member_id: str) -> dict:
+        """A member's (or a last-round retiree's) weights as CPU tensors: what a replica is sent."""
+        policy, _ = self.load(member_id)
+        return {k: v.detach().to("cpu", copy=True) for k, v in strip_compile_prefix(policy.state_dict()).items()}
+
+    def replicate(self, state: dict, weights: dict[str, dict]) -> None:
+        """Becomes a copy of another store (its `state_dict()`) holding every weight in memory:
+        the store of a rank other than 0, which writes no files. `weights` are the members it
+        has not been sent before; weights of members gone from the pool and the last retirement
+        round are dropped."""
+        self._inline.update(weights)
+        in_memory = {
+            **state,
+            "members": [{**m, "path": None} for m in state["members"]],
+            "retired": {k: {**v, "path": None} for k, v in state.get("retired", {}).items()},
+        }
+        self.load_state_dict(in_memory)
+        kept = set(self.members) | set(self.retired)
+        self._inline = {k: v for k, v in self._inline.items() if k in kept}
+
     def retire(self, keep: list[str]) -> list[str]:
         """Removes every member not in `keep`; deletes the files of the previous round's retirees."""
         removed = [m for m in self.members if m not in keep]

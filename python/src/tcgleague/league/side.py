@@ -1,7 +1,13 @@
 """The league as the trainer's opponent side (opponent_side.OpponentSide): per step it says
 which rows are the learner's, acts for the others (bots, or the frozen pool in one stacked
-forward), and reports finished games to the manager; per epoch it ingests a candidate and
-refreshes the pool and the PFSP weights."""
+forward), and notes finished games; per epoch it hands them to the manager, ingests a candidate
+and refreshes the pool and the PFSP weights.
+
+Under torchrun every rank has its own matchmaker, bots and frozen pool for its games, but the
+league has one owner: rank 0's manager (pool, payoff, ratings, promotions, candidate matches,
+the state file). Once per epoch every rank's game results are gathered into its payoff, and
+its state with the weights of new members is broadcast; the other ranks hold a replica
+(weights in memory, no files), from which their matchmakers draw."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ import torch
 from ..bots import GREEDY, RANDOM, GreedyBot, RandomBot
 from ..checkpoint import CheckpointError, FieldError
 from ..config import LeagueSection
+from ..dist import SINGLE, Dist
 from ..layout import ACTION_WIDTH
 from ..policy.tcg_policy import unwrap
 from ..policy.tcg_sampler import TCGSampler
@@ -49,8 +56,11 @@ class LeagueOpponents:
         engine_env: TCGEnv | None = None,
         seed: int = 0,
         device: torch.device | str = "cpu",
+        dist: Dist = SINGLE,
     ):
-        self.cfg, self.manager = cfg, manager
+        self.cfg, self.manager, self.dist = cfg, manager, dist
+        self.results: list[tuple[str, bool, bool]] = []  # (opponent, win, loss) of this epoch's games
+        self.sent: set[str] = set()  # rank 0: members whose weights the replicas already hold
         self.bots = {RANDOM: RandomBot(seed + 2)}
         if engine_env is not None:
             self.bots[GREEDY] = GreedyBot(engine_env)
@@ -90,8 +100,8 @@ class LeagueOpponents:
     def after_step(
         self, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray, global_step: int
     ) -> np.ndarray:
-        """Records the learner's finished games vs non-self opponents in the payoff, resets those
-        rows' opponent state, redraws those games. Returns (a copy of) the learner mask that was
+        """Notes the learner's finished games vs non-self opponents (the payoff takes them at the
+        epoch's end), resets those rows' opponent state, redraws those games. Returns (a copy of) the learner mask that was
         in force for the step just taken."""
         self.global_step = global_step
         mm = self.matchmaker
@@ -103,7 +113,7 @@ class LeagueOpponents:
             if who == SELF:
                 continue
             r = float(rewards[2 * g + mm.learner_seat[g]])
-            self.manager.record_game(LEARNER, who, win=r > 0.5, loss=r < -0.5)
+            self.results.append((str(who), r > 0.5, r < -0.5))
         self.pool.reset_rows(np.concatenate([2 * done, 2 * done + 1]))
         mm.on_episode_end(done, global_step)
         return mask
@@ -127,11 +137,29 @@ class LeagueOpponents:
         self.matchmaker.set_pool(ids, probs)
 
     def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
-        """Every checkpoint_add_interval epochs ingests the learner as a candidate and evaluates
-        it (which saves the league state file); other epochs save it here, so the file's payoff
+        """Records every rank's games of the epoch in the payoff, in rank order; every
+        checkpoint_add_interval epochs ingests the learner as a candidate and evaluates it
+        (which saves the league state file); other epochs save it here, so the file's payoff
         is never more than an epoch old. Always refreshes the pool and the PFSP weights.
         Candidates are ingested before activate_after_steps too, so the pool is populated (and
-        rated) when the league starts."""
+        rated) when the league starts. Rank 0 does all of it; the other ranks then receive the
+        result (share_pool)."""
+        self.record_results()
+        if self.dist.is_main:
+            self.ingest_candidate(epoch, global_step, policy, sampler)
+        self.share_pool()
+        self.sync_pool()
+
+    def record_results(self) -> None:
+        """Every rank's finished games since the last call into the manager's payoff (rank 0),
+        rank by rank in the order they finished."""
+        results = self.dist.gather(self.results)
+        self.results = []
+        if self.dist.is_main:
+            for who, win, loss in (game for rank in results for game in rank):
+                self.manager.record_game(LEARNER, who, win=win, loss=loss)
+
+    def ingest_candidate(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
         candidate = epoch > 0 and epoch % self.cfg.checkpoint_add_interval == 0
         if not candidate and self.manager.directory is not None:
             self.manager.save()
@@ -150,7 +178,17 @@ class LeagueOpponents:
                 epoch=epoch,
             )
             self.manager.evaluate(member_id)
-        self.sync_pool()
+
+    def share_pool(self) -> None:
+        """Rank 0's manager -> every other rank's replica: its state and the weights of members
+        the replicas do not hold yet (a no-op in a single process)."""
+        if not self.dist.enabled:
+            return
+        snapshot = self.dist.broadcast(self.manager.snapshot(self.sent) if self.dist.is_main else None)
+        if self.dist.is_main:
+            self.sent = set(self.manager.pool_ids()) | set(self.manager.store.retired)
+        else:
+            self.manager.replicate(snapshot)
 
     def metrics(self) -> dict[str, float]:
         """league/*: active (global_step past activate_after_steps), current opponent shares,
@@ -181,9 +219,13 @@ class LeagueOpponents:
         if state is None:
             log("[resume] note: the checkpoint has no league state: the league starts empty")
             return
-        with league_field("manager"):
-            self.manager.load_state_dict(state["manager"])
-        self.manager.save()
+        if self.dist.is_main:
+            with league_field("manager"):
+                self.manager.load_state_dict(state["manager"])
+            if self.manager.directory is not None:
+                self.manager.save()
+        self.sent = set()  # a resumed job's replicas hold no weights yet
+        self.share_pool()
         self.sync_pool()
         if not exact:
             return

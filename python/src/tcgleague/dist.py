@@ -1,0 +1,184 @@
+"""Data-parallel training on torch.distributed, as `torchrun` starts it: one process per rank.
+
+    torchrun --standalone --nproc_per_node 2 train.py --config configs/smoke.ini
+
+Each rank owns an env shard (`[env] num_games` games, seeded from the base seed and the rank),
+its own rollout and a replica of the policy; the loss is wrapped in DistributedDataParallel,
+so every minibatch's gradients are averaged across ranks before the one optimizer step and the
+replicas stay identical. Rank 0 alone writes files (checkpoints, metrics, W&B, league state).
+Everything else that crosses ranks happens once per epoch through the few calls here:
+`all_gather` (metrics, run states, league results) and `broadcast` (run id, resume checkpoint,
+the league pool). A plain `python train.py` is the one-rank `SINGLE` context: no process group,
+and every call here is then the identity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as torch_dist
+import torch.nn as nn
+
+from .config import DistSection
+
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+# The policy's buffers are constants (feature indices and scales), identical on every rank: DDP
+# need not broadcast them before each forward. Newer torch names that switch differently.
+NO_BUFFER_SYNC = (
+    {"forward_sync_buffers": False}
+    if "forward_sync_buffers" in inspect.signature(nn.parallel.DistributedDataParallel).parameters
+    else {"broadcast_buffers": False}
+)
+
+
+@dataclass(frozen=True)
+class Dist:
+    """This process's place in the job; `SINGLE` outside torchrun."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    backend: str | None = None  # None: no process group (a single process)
+    objects_group: Any = None  # the gloo group that carries pickled objects (None: the default group)
+
+    @property
+    def enabled(self) -> bool:
+        return self.backend is not None
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def rank_seed(self, seed: int) -> int:
+        """The seed of this rank's env shard and sampling streams. Rank 0 keeps the base seed, so
+        one rank under torchrun plays exactly the games `python train.py` plays."""
+        if self.rank == 0:
+            return int(seed)
+        return int(np.random.SeedSequence([int(seed), self.rank]).generate_state(1)[0] % 2**31)
+
+    def all_gather(self, value: Any) -> list[Any]:
+        """Every rank's `value`, in rank order, on every rank (pickled: once per epoch, not per step)."""
+        if not self.enabled:
+            return [value]
+        out: list[Any] = [None] * self.world_size
+        torch_dist.all_gather_object(out, value, group=self.objects_group)
+        return out
+
+    def gather(self, value: Any) -> list[Any] | None:
+        """Every rank's `value`, in rank order, on rank 0; None on the other ranks."""
+        if not self.enabled:
+            return [value]
+        out: list[Any] | None = [None] * self.world_size if self.is_main else None
+        torch_dist.gather_object(value, out, dst=0, group=self.objects_group)
+        return out
+
+    def broadcast(self, value: Any) -> Any:
+        """Rank 0's `value` on every rank (the others pass anything, e.g. None)."""
+        if not self.enabled:
+            return value
+        box = [value if self.is_main else None]
+        torch_dist.broadcast_object_list(box, src=0, group=self.objects_group)
+        return box[0]
+
+    def data_parallel(self, module: nn.Module, device: torch.device) -> nn.Module:
+        """`module` wrapped in DistributedDataParallel (gradients averaged across ranks in
+        backward); the module itself in a single process. Construction broadcasts rank 0's
+        weights, so the replicas start identical."""
+        if not self.enabled:
+            return module
+        device_ids = [device] if device.type == "cuda" else None
+        return nn.parallel.DistributedDataParallel(module, device_ids=device_ids, **NO_BUFFER_SYNC)
+
+    def any(self, flag: torch.Tensor) -> torch.Tensor:
+        """A device tensor that is nonzero where `flag` is on any rank (no host read)."""
+        if self.enabled:
+            flag = flag.clone()
+            torch_dist.all_reduce(flag, op=torch_dist.ReduceOp.MAX)
+        return flag
+
+
+SINGLE = Dist()
+
+
+def launched_by_torchrun() -> bool:
+    return all(v in os.environ for v in TORCHRUN_VARIABLES)
+
+
+def torchrun_local_rank() -> int | None:
+    """This process's GPU index under torchrun (LOCAL_RANK); None outside torchrun."""
+    return int(os.environ["LOCAL_RANK"]) if launched_by_torchrun() else None
+
+
+def backend_for(section: DistSection, device: torch.device) -> str:
+    if section.backend != "auto":
+        return section.backend
+    return "nccl" if device.type == "cuda" else "gloo"
+
+
+def init_distributed(section: DistSection, device: torch.device) -> Dist:
+    """Joins the torchrun job this process was started in (SINGLE when not under torchrun).
+    `device` is this rank's (devices.resolve_device with the local rank)."""
+    if not launched_by_torchrun():
+        return SINGLE
+    backend = backend_for(section, device)
+    timeout = timedelta(seconds=section.timeout_seconds)
+    torch_dist.init_process_group(backend=backend, timeout=timeout)
+    # Pickled objects travel over gloo (host memory) even when gradients use nccl.
+    objects_group = torch_dist.new_group(backend="gloo", timeout=timeout) if backend != "gloo" else None
+    return Dist(
+        rank=torch_dist.get_rank(),
+        world_size=torch_dist.get_world_size(),
+        local_rank=int(os.environ["LOCAL_RANK"]),
+        backend=backend,
+        objects_group=objects_group,
+    )
+
+
+def shutdown(dist: Dist) -> None:
+    if dist.enabled and torch_dist.is_initialized():
+        torch_dist.destroy_process_group()
+
+
+def weights_digest(state_dict: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of a state dict's tensors (by name): identical replicas have identical digests."""
+    h = hashlib.sha256()
+    for name in sorted(state_dict):
+        h.update(name.encode())
+        h.update(state_dict[name].detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+# ---- metrics: one reduction per epoch ------------------------------------------------------------
+SUMMED = ("environment/episodes",)
+SLOWEST = ("perf/epoch_seconds", "perf/rollout_seconds", "perf/update_seconds", "perf/opponents_seconds")
+
+
+def merge_rank_metrics(per_rank: list[dict], batch_size: int) -> dict:
+    """One epoch's metrics from every rank's: episode counts summed; the other `environment/*`
+    figures averaged over episodes; times from the slowest rank; `perf/sps` the job's (all ranks'
+    decisions over the slowest rank's epoch); keys only
+    rank 0 has from rank 0; everything else the mean over the ranks that report it."""
+    world = len(per_rank)
+    out = dict(per_rank[0])
+    episodes = [m.get("environment/episodes", 0.0) for m in per_rank]
+    for key in set().union(*per_rank):
+        values = [m[key] for m in per_rank if key in m]
+        if key in SUMMED:
+            out[key] = float(sum(values))
+        elif key.startswith("environment/"):
+            weights = [n for m, n in zip(per_rank, episodes) if key in m]
+            out[key] = float(np.average(values, weights=weights)) if sum(weights) > 0 else float(np.mean(values))
+        elif key in SLOWEST:
+            out[key] = float(max(values))
+        elif len(values) > 1:
+            out[key] = float(np.mean(values))
+    if world > 1 and out.get("perf/epoch_seconds", 0.0) > 0:
+        out["perf/sps"] = world * batch_size / out["perf/epoch_seconds"]
+    return out

@@ -1,0 +1,295 @@
+"""Data-parallel training under torchrun (gloo, two CPU ranks): one run directory, identical
+replicas, exact resume (also through an elastic restart), a failing rank stopping the job, the
+league across ranks; and the pieces (metric merging, rank seeds, the league replica, the
+checkpoint's per-rank fields) on their own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tcgleague import train as train_cli
+from tcgleague.checkpoint import CheckpointError, load_checkpoint
+from tcgleague.config import ConfigError, LeagueSection, load_config
+from tcgleague.dist import SINGLE, Dist, merge_rank_metrics, weights_digest
+from tcgleague.engine.cards import load_card_pool
+from tcgleague.league import LeagueManager
+from tcgleague.policy.tcg_policy import PolicyConfig, build_policy
+from tcgleague.scoring import Tally
+
+ROOT = Path(__file__).resolve().parents[2]
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+COMMON = [
+    "--config",
+    "configs/smoke.ini",
+    "--train.checkpoint-interval",
+    "1",
+    "--train.max-checkpoints",
+    "10",
+    "--base.torch-threads",
+    "1",
+    "--train.ent-coef-initial",
+    "0.02",
+    "--train.ent-coef-final",
+    "0.0",
+]
+# What may differ between two identical runs: timings, and where the files were written.
+VOLATILE = ("perf/", "dist/rank0_sps")
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def torchrun(base: Path, *args: str, script: str = "train.py", launcher=(), env=None) -> subprocess.CompletedProcess:
+    cmd = [*TORCHRUN, *launcher, script, *COMMON, "--base.experiments-dir", str(base), *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def run_dirs(base: Path) -> list[Path]:
+    return sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime_ns)
+
+
+def ckpt(run_dir: Path, epoch: int) -> dict:
+    return torch.load(run_dir / f"model_smoke_{epoch:06d}.pt", weights_only=True)
+
+
+def metrics_lines(run_dir: Path) -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def assert_same(a, b, where: str) -> None:
+    """Bit-identical, except VOLATILE metrics and the run directory in member paths."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b), where
+    elif isinstance(a, dict):
+        keys = {k for k in set(a) | set(b) if not str(k).startswith(VOLATILE)}
+        assert keys <= set(a) and keys <= set(b), f"{where}: keys {sorted(set(a) ^ set(b))}"
+        for k in keys:
+            assert_same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{where}[{i}]")
+    elif where.endswith((".path", ".state_file")) and isinstance(a, str):
+        assert Path(a).name == Path(b).name, where
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+EXACT_KEYS = ("policy", "optimizer", "scheduler", "rng", "run_state", "league", "dist", "anneal", "metrics", "epoch")
+
+
+def assert_exact_continuation(straight: dict, resumed: dict) -> None:
+    for key in EXACT_KEYS:
+        assert_same(straight[key], resumed[key], key)
+
+
+@pytest.fixture(scope="module")
+def selfplay(tmp_path_factory):
+    """A 2-rank self-play smoke run, 4 epochs, a checkpoint every epoch."""
+    base = tmp_path_factory.mktemp("selfplay")
+    proc = torchrun(base)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return base, proc
+
+
+@pytest.fixture(scope="module")
+def league(tmp_path_factory):
+    base = tmp_path_factory.mktemp("league")
+    proc = torchrun(base, "--league-enable")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return base, proc
+
+
+# ---- torchrun --nproc_per_node 2 ------------------------------------------------------------------
+def test_two_ranks_write_one_run_directory_and_keep_identical_replicas(selfplay):
+    base, proc = selfplay
+    (run_dir,) = run_dirs(base)
+    assert "global batch 2 x 512 = 1024 decisions per epoch" in proc.stdout
+    lines = metrics_lines(run_dir)
+    assert len(lines) == 4
+    for line in lines:
+        assert line["dist/world_size"] == 2 and line["dist/replicas_in_sync"] == 1.0
+        assert line["dist/rank0_sps"] > 0
+        assert line["perf/sps"] == pytest.approx(2 * 512 / line["perf/epoch_seconds"])
+    assert [("eval/winrate_vs_greedy" in line) for line in lines] == [False, True, False, True], "rank 0 evaluates"
+    for epoch in (2, 4):  # mid-run and final: every rank's weights hash to the saved ones
+        state = ckpt(run_dir, epoch)
+        assert state["dist"]["world_size"] == 2 and set(state["dist"]["ranks"]) == {"1"}
+        assert state["dist"]["weight_digests"] == [weights_digest(state["policy"])] * 2
+        other = state["dist"]["ranks"]["1"]["run_state"]
+        assert other["env"]["engines"] != state["run_state"]["env"]["engines"], "each rank plays its own games"
+        assert not torch.equal(other["state_h"], state["run_state"]["state_h"])
+    assert ckpt(run_dir, 1)["global_step"] == 512, "global_step counts one rank's decisions, like batch_size"
+
+
+def test_two_rank_resume_is_bit_identical_to_straight_training(selfplay, tmp_path):
+    base, _ = selfplay
+    (run_a,) = run_dirs(base)
+    proc = torchrun(tmp_path, "--resume-checkpoint", str(run_a / "model_smoke_000002.pt"), "--resume-load-optimizer")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "exact continuation" in proc.stdout and "WARNING" not in proc.stdout + proc.stderr
+    (run_b,) = run_dirs(tmp_path)
+    assert_exact_continuation(ckpt(run_a, 4), ckpt(run_b, 4))
+    assert ckpt(run_b, 4)["resumed_from"] == str(run_a / "model_smoke_000002.pt")
+
+
+def test_elastic_restart_resumes_from_latest_and_continues_exactly(selfplay, tmp_path):
+    """Rank 1 fails in epoch 3 of the first attempt; torchrun --max-restarts 1 starts the job
+    again with the same arguments, and `--resume-checkpoint latest` (a fresh start the first
+    time) continues from epoch 2 - to the same weights as the run that never failed."""
+    base, _ = selfplay
+    (straight,) = run_dirs(base)
+    proc = torchrun(
+        tmp_path,
+        "--resume-checkpoint",
+        "latest",
+        "--resume-load-optimizer",
+        script="python/tests/dist_failing_rank.py",
+        launcher=("--max-restarts", "1", "--monitor-interval", "0.5"),
+        env={"FAIL_RANK": "1", "FAIL_EPOCH": "3", "FAIL_ONCE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "starting fresh" in proc.stderr and "injected failure on rank 1 in epoch 3" in proc.stderr
+    first, second = run_dirs(tmp_path)
+    saved = sorted(first.glob("*.pt"))
+    assert saved[-1].name in ("model_smoke_000001.pt", "model_smoke_000002.pt"), "no epoch 3: it failed"
+    assert ckpt(second, 4)["resumed_from"] == str(saved[-1])
+    assert_exact_continuation(ckpt(straight, 4), ckpt(second, 4))
+
+
+def test_a_failing_rank_stops_the_whole_job_with_its_error(tmp_path):
+    start = time.monotonic()
+    proc = torchrun(tmp_path, script="python/tests/dist_failing_rank.py", env={"FAIL_RANK": "1", "FAIL_EPOCH": "2"})
+    elapsed = time.monotonic() - start
+    assert proc.returncode != 0 and elapsed < 60, (proc.returncode, elapsed)
+    assert "injected failure on rank 1 in epoch 2" in proc.stderr
+    (run_dir,) = run_dirs(tmp_path)
+    assert (run_dir / "model_smoke_000001.pt").is_file(), "what was saved before the failure stays"
+
+
+def test_league_across_ranks_resumes_exactly(league, tmp_path):
+    base, proc = league
+    (run_a,) = run_dirs(base)
+    assert "[league] candidate e000001" in proc.stdout
+    assert (run_a / "league" / "league_state.json").is_file()
+    lines = metrics_lines(run_a)
+    assert all(line["dist/world_size"] == 2 for line in lines)
+    assert max(line["league/frozen_fraction"] for line in lines) > 0, "frozen members play once the league starts"
+    final = ckpt(run_a, 4)
+    assert final["dist"]["weight_digests"] == [weights_digest(final["policy"])] * 2
+    rank1 = final["dist"]["ranks"]["1"]["league"]
+    members = [rank["manager"]["members"] for rank in (final["league"], rank1)]
+    assert [[{**m, "path": None} for m in ms] for ms in members] == [members[1]] * 2, "rank 1: rank 0's pool, in memory"
+    codes = [r["league"]["matchmaker"]["game_code"] for r in (final["league"], rank1)]
+    assert [len(c) for c in codes] == [16, 16] and codes[0] != codes[1], "each rank draws for its own games"
+
+    resumed = torchrun(
+        tmp_path,
+        "--league-enable",
+        "--resume-checkpoint",
+        str(run_a / "model_smoke_000002.pt"),
+        "--resume-load-optimizer",
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    (run_b,) = run_dirs(tmp_path)
+    assert_exact_continuation(final, ckpt(run_b, 4))
+
+
+def test_a_checkpoint_of_another_world_size_restores_the_weights_and_reseeds_the_games(selfplay, tmp_path, capsys):
+    base, _ = selfplay
+    (run_a,) = run_dirs(base)
+    rc = train_cli.main(
+        [*COMMON, "--base.experiments-dir", str(tmp_path), "--resume-checkpoint", str(run_a / "model_smoke_000003.pt")]
+        + ["--resume-load-optimizer"]
+    )
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "written by 2 rank(s), this job has 1" in out and "re-seeded" in out
+    (run_b,) = run_dirs(tmp_path)
+    final = ckpt(run_b, 4)
+    assert final["global_step"] == 2048 and "dist" in final and final["dist"]["world_size"] == 1
+
+
+# ---- the pieces ------------------------------------------------------------------------------------
+def test_metrics_merge_sums_counts_weights_means_and_takes_the_slowest_rank():
+    a = {"environment/episodes": 3.0, "environment/episode_turns": 10.0, "losses/value_loss": 1.0}
+    a |= {"perf/epoch_seconds": 2.0, "perf/sps": 256.0, "eval/winrate_vs_greedy": 0.25}
+    b = {"environment/episodes": 1.0, "environment/episode_turns": 30.0, "losses/value_loss": 3.0}
+    b |= {"perf/epoch_seconds": 4.0, "perf/sps": 128.0}
+    merged = merge_rank_metrics([a, b], batch_size=512)
+    assert merged["environment/episodes"] == 4.0
+    assert merged["environment/episode_turns"] == pytest.approx((3 * 10 + 30) / 4)
+    assert merged["losses/value_loss"] == 2.0
+    assert merged["perf/epoch_seconds"] == 4.0 and merged["perf/sps"] == pytest.approx(1024 / 4.0)
+    assert merged["eval/winrate_vs_greedy"] == 0.25
+    assert merge_rank_metrics([a], batch_size=512) == a, "one rank: its own metrics, unchanged"
+
+
+def test_rank_seeds_keep_rank_zero_on_the_base_seed_and_differ_per_rank():
+    seeds = [Dist(rank=r, world_size=4, backend="gloo").rank_seed(7) for r in range(4)]
+    assert seeds[0] == 7 == SINGLE.rank_seed(7)
+    assert len(set(seeds)) == 4 and all(0 <= s < 2**31 for s in seeds)
+    assert seeds == [Dist(rank=r, world_size=4, backend="gloo").rank_seed(7) for r in range(4)]
+
+
+def test_a_replica_manager_holds_the_pool_in_memory_and_drops_retired_weights(tmp_path):
+    cfg = LeagueSection(enable=True, pool_size=2, keep_recent=1, keep_old=0)
+    owner = LeagueManager(cfg, tmp_path / "league", play=lambda a, b, n: Tally(n, 0, 0), log=lambda m: None)
+    replica = LeagueManager(cfg, None, log=lambda m: None)
+    arch = PolicyConfig(n_cards=load_card_pool().n_cards, hidden_size=16)
+    sent: set[str] = set()
+    for k in range(4):
+        policy = build_policy(arch, seed=k)
+        owner.ingest(f"m{k}", policy.state_dict(), arch.to_dict(), {"primary_temperature": 1.0}, step=k)
+        owner.evaluate(f"m{k}")
+        owner.record_game("learner", f"m{k}", win=True, loss=False)
+        snapshot = owner.snapshot(sent)
+        assert set(snapshot["weights"]) == (set(owner.pool_ids()) | set(owner.store.retired)) - sent
+        replica.replicate(snapshot)
+        sent = set(owner.pool_ids()) | set(owner.store.retired)
+        assert replica.pool_ids() == owner.pool_ids() and replica.champion == owner.champion
+        assert replica.state_dict()["payoff"] == owner.state_dict()["payoff"]
+        for m in owner.pool_ids():
+            mine, theirs = owner.load_policy(m)[0].state_dict(), replica.load_policy(m)[0].state_dict()
+            assert all(torch.equal(mine[n], theirs[n]) for n in mine)
+    assert replica.directory is None and not any((tmp_path / "league").glob("**/*replica*"))
+    held = set(replica.store._inline)
+    assert held == set(owner.pool_ids()) | set(owner.store.retired) and len(held) < 4, "older retirees dropped"
+
+
+def test_checkpoint_rank_fields_are_validated(selfplay, tmp_path):
+    base, _ = selfplay
+    (run_dir,) = run_dirs(base)
+    src = run_dir / "model_smoke_000002.pt"
+    for edit, field in (
+        (lambda s: s["dist"]["ranks"].pop("1"), "dist.ranks"),
+        (lambda s: s["dist"].update(weight_digests=["x"]), "dist.weight_digests"),
+        (lambda s: s["dist"]["ranks"]["1"]["run_state"].update(state_h=torch.zeros(3)), "dist.ranks.1.run_state"),
+        (lambda s: s["dist"].update(world_size=0), "dist.world_size"),
+    ):
+        state = torch.load(src, weights_only=True)
+        edit(state)
+        torch.save(state, tmp_path / "bad.pt")
+        with pytest.raises(CheckpointError, match=field.replace(".", r"\.")):
+            load_checkpoint(tmp_path / "bad.pt")
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        (["--dist.backend", "mpi"], "[dist] backend"),
+        (["--dist.backend", "nccl", "--base.device", "cpu"], "nccl needs CUDA"),
+        (["--dist.timeout-seconds", "0"], "[dist] timeout_seconds"),
+    ],
+)
+def test_bad_dist_settings_are_config_errors(override, message):
+    with pytest.raises(ConfigError) as err:
+        load_config(str(ROOT / "configs/smoke.ini"), override)
+    assert message in str(err.value)
