@@ -1,7 +1,8 @@
-"""A torchrun entry for test_dist.py: `train.py`, except that one rank raises at the start of
-one epoch's update (while the other ranks wait for it in a collective).
+"""A torchrun entry for test_dist.py: `train.py`, except that one rank raises (or, with
+FAIL_HANG=1, hangs) at the start of one epoch's update, while the other ranks wait for it in a
+collective.
 
-    FAIL_RANK=1 FAIL_EPOCH=3 [FAIL_ONCE=1] torchrun ... dist_failing_rank.py <train.py arguments>
+    FAIL_RANK=1 FAIL_EPOCH=3 [FAIL_ONCE=1] [FAIL_HANG=1] torchrun ... dist_failing_rank.py <train.py arguments>
 
 FAIL_ONCE=1 fails only the first attempt (torchrun's TORCHELASTIC_RESTART_COUNT == 0), so an
 elastic restart runs clean."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from tcgleague import train
 from tcgleague.trainer import Trainer
@@ -17,11 +19,14 @@ from tcgleague.trainer import Trainer
 RANK = int(os.environ["RANK"])
 FAIL_RANK, FAIL_EPOCH = int(os.environ["FAIL_RANK"]), int(os.environ["FAIL_EPOCH"])
 FAILS = os.environ.get("FAIL_ONCE") != "1" or os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
+HANGS = os.environ.get("FAIL_HANG") == "1"
 update = Trainer.update
 
 
 def failing_update(trainer: Trainer, params):
     if FAILS and RANK == FAIL_RANK and trainer.epoch + 1 == FAIL_EPOCH:
+        if HANGS:
+            time.sleep(600)
         raise RuntimeError(f"injected failure on rank {RANK} in epoch {FAIL_EPOCH}")
     return update(trainer, params)
 

@@ -18,6 +18,7 @@ import torch
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
+from tcgleague.devices import loss_compile_mode
 from tcgleague.dist import SINGLE, Dist, merge_rank_metrics, weights_digest
 from tcgleague.engine.cards import load_card_pool
 from tcgleague.league import LeagueManager
@@ -169,9 +170,32 @@ def test_a_failing_rank_stops_the_whole_job_with_its_error(tmp_path):
     proc = torchrun(tmp_path, script="python/tests/dist_failing_rank.py", env={"FAIL_RANK": "1", "FAIL_EPOCH": "2"})
     elapsed = time.monotonic() - start
     assert proc.returncode != 0 and elapsed < 60, (proc.returncode, elapsed)
-    assert "injected failure on rank 1 in epoch 2" in proc.stderr
+    summary = proc.stderr.split("Root Cause")[-1]
+    assert "rank      : 1" in summary and "injected failure on rank 1 in epoch 2" in summary, summary
     (run_dir,) = run_dirs(tmp_path)
     assert (run_dir / "model_smoke_000001.pt").is_file(), "what was saved before the failure stays"
+
+
+def test_a_refused_input_under_torchrun_is_the_summary_root_cause_without_a_traceback(tmp_path):
+    proc = torchrun(tmp_path / "exp", "--resume-checkpoint", str(tmp_path / "missing.pt"))
+    summary = proc.stderr.split("Root Cause")[-1]
+    assert proc.returncode != 0
+    assert f"train: checkpoint refused: checkpoint {tmp_path / 'missing.pt'} not found" in summary, summary
+    assert "Traceback" not in summary and not (tmp_path / "exp").exists(), "nothing is created"
+
+
+def test_a_hung_rank_fails_the_job_after_the_collective_timeout(tmp_path):
+    start = time.monotonic()
+    proc = torchrun(
+        tmp_path,
+        "--dist.timeout-seconds",
+        "5",
+        script="python/tests/dist_failing_rank.py",
+        env={"FAIL_RANK": "1", "FAIL_EPOCH": "2", "FAIL_HANG": "1"},
+    )
+    elapsed = time.monotonic() - start
+    assert proc.returncode != 0 and elapsed < 60, (proc.returncode, elapsed)
+    assert "timed out" in proc.stderr.lower() or "timeout" in proc.stderr.lower(), proc.stderr[-2000:]
 
 
 def test_league_across_ranks_resumes_exactly(league, tmp_path):
@@ -293,3 +317,30 @@ def test_bad_dist_settings_are_config_errors(override, message):
     with pytest.raises(ConfigError) as err:
         load_config(str(ROOT / "configs/smoke.ini"), override)
     assert message in str(err.value)
+
+
+def test_the_loss_compiles_without_cuda_graphs_only_under_ddp_on_cuda():
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert loss_compile_mode("reduce-overhead", cuda, data_parallel=True) == "default"
+    assert loss_compile_mode("max-autotune", cuda, data_parallel=True) == "max-autotune-no-cudagraphs"
+    assert loss_compile_mode("reduce-overhead", cuda, data_parallel=False) == "reduce-overhead"
+    assert loss_compile_mode("reduce-overhead", cpu, data_parallel=True) == "reduce-overhead"
+    assert loss_compile_mode(None, cuda, data_parallel=True) is None
+
+
+def test_bench_scale_reports_sps_per_rank_count(tmp_path):
+    out = tmp_path / "scale.json"
+    argv = ["scale", "--config", "configs/smoke.ini", "--nproc", "1,2", "--epochs", "2", "--warmup-epochs", "1"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "tcgleague.bench", *argv, "--json", str(out)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    assert set(figures["sps_by_nproc"]) == {"1", "2"} and all(v > 0 for v in figures["sps_by_nproc"].values())
+    assert [len(v) for v in figures["sps_per_epoch_by_nproc"].values()] == [2, 2]
+    sps = figures["sps_by_nproc"]
+    assert figures["efficiency_by_nproc"]["2"] == pytest.approx(sps["2"] / (2 * sps["1"]))
+    bad = subprocess.run(
+        [sys.executable, "-m", "tcgleague.bench", "scale", "--nproc", "0,x"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "--nproc '0,x'" in bad.stderr and "Traceback" not in bad.stderr

@@ -40,3 +40,16 @@ def compile_mode_for(cfg: Config, device: torch.device) -> str | None:
     t = cfg.train
     on = t.compile == "true" or (t.compile == "auto" and device.type == "cuda")
     return t.compile_mode if on else None
+
+
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes that record CUDA graphs
+
+
+def loss_compile_mode(mode: str | None, device: torch.device, data_parallel: bool) -> str | None:
+    """The loss's compile mode. Under DistributedDataParallel on CUDA it compiles without CUDA
+    graphs: DDP's gradient hooks run on autograd's own thread, which torch's CUDA-graph trees do
+    not support reliably (pytorch/pytorch#113809), and a crashed job loses more than graphs save.
+    The rollout's decision step is not DDP-wrapped and keeps its graphs."""
+    if data_parallel and device.type == "cuda" and mode in CUDA_GRAPH_MODES:
+        return "max-autotune-no-cudagraphs" if mode == "max-autotune" else "default"
+    return mode

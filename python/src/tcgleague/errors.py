@@ -9,11 +9,17 @@ disk, so a refused run leaves nothing behind."""
 from __future__ import annotations
 
 import functools
+import json
+import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from torch.distributed.elastic.multiprocessing.errors import get_error_handler
+
 USAGE_EXIT = 2  # what argparse exits with for bad arguments; scripts can tell it from a crash (1)
+TORCHRUN_ERROR_FILE = "TORCHELASTIC_ERROR_FILE"  # set by torchrun for each rank it starts
 
 
 class ReportedError(Exception):
@@ -49,7 +55,9 @@ def output_file(path: Path | None, flag: str) -> Path | None:
 
 def entry_point(prog: str) -> Callable[[Callable[[list[str] | None], int]], Callable[[list[str] | None], int]]:
     """Wraps an entry point's `main(argv) -> exit code`: a ReportedError becomes
-    `<prog>: <label>: <message>` on stderr and exit code 2."""
+    `<prog>: <label>: <message>` on stderr and exit code 2. Under torchrun every error is also
+    written to the rank's error file, so torchrun's closing summary names the failing rank's
+    error (its "root cause") instead of an empty traceback."""
 
     def wrap(main: Callable[[list[str] | None], int]) -> Callable[[list[str] | None], int]:
         @functools.wraps(main)
@@ -57,9 +65,24 @@ def entry_point(prog: str) -> Callable[[Callable[[list[str] | None], int]], Call
             try:
                 return main(argv)
             except ReportedError as err:
-                print(f"{prog}: {err.label}: {err}", file=sys.stderr)
+                line = f"{prog}: {err.label}: {err}"
+                print(line, file=sys.stderr)
+                record_for_torchrun(line)
                 return USAGE_EXIT
+            except Exception as err:
+                if TORCHRUN_ERROR_FILE in os.environ:
+                    get_error_handler().record_exception(err)  # with its traceback: a bug of ours
+                raise
 
         return guarded
 
     return wrap
+
+
+def record_for_torchrun(line: str) -> None:
+    """A reported error's one line in torchrun's per-rank error file (torchelastic's JSON
+    format), where torchrun's summary shows it; nothing outside torchrun."""
+    path = os.environ.get(TORCHRUN_ERROR_FILE)
+    if path:
+        info = {"py_callstack": line, "timestamp": str(int(time.time()))}
+        Path(path).write_text(json.dumps({"message": {"message": line, "extraInfo": info}}))

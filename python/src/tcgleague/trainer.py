@@ -25,7 +25,7 @@ from .actors import PolicyActor
 from .anneal import anneal_values, anneals_from_config
 from .bots import BOTS
 from .config import Config
-from .devices import compile_mode_for
+from .devices import compile_mode_for, loss_compile_mode
 from .dist import SINGLE, Dist, merge_rank_metrics, weights_digest
 from .errors import NonFiniteError
 from .layout import ACTION_WIDTH, DRAW, OBS_SIZE, PASS
@@ -111,7 +111,7 @@ class Trainer:
             t.update_epochs,
             t.max_grad_norm,
             t.norm_adv,
-            compile_mode,
+            loss_compile_mode(compile_mode, self.device, dist.enabled),
             t.precision,
         )
         self.updater = PPOUpdater(

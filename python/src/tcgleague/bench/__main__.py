@@ -1,4 +1,4 @@
-"""Entry point: python -m tcgleague.bench {engine,train,compile,learn,league} [options]."""
+"""Entry point: python -m tcgleague.bench {engine,train,compile,learn,league,scale} [options]."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from ..errors import entry_point, output_file
 from . import compile as compile_bench
-from . import engine, league, learn, train
+from . import engine, league, learn, scale, train
 
-BENCHES = {"engine": engine, "train": train, "compile": compile_bench, "learn": learn, "league": league}
+BENCHES = {"engine": engine, "train": train, "compile": compile_bench, "learn": learn, "league": league, "scale": scale}
 
 
 @entry_point("bench")
