@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from state_compare import assert_same
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague import train as train_cli
 from tcgleague.build import build_trainer
@@ -77,21 +78,6 @@ def tampered(src: Path, dst: Path, edit) -> Path:
     edit(state)
     torch.save(state, dst)
     return dst
-
-
-def assert_same(a, b, where="checkpoint"):
-    if isinstance(a, torch.Tensor):
-        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b), where
-    elif isinstance(a, dict):
-        assert set(a) == set(b), f"{where}: keys {sorted(set(a) ^ set(b))}"
-        for k in a:
-            assert_same(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            assert_same(x, y, f"{where}[{i}]")
-    else:
-        assert a == b, f"{where}: {a!r} != {b!r}"
 
 
 # ---- exact resume ----------------------------------------------------------------------------

@@ -129,7 +129,12 @@ def init_distributed(section: DistSection, device: torch.device) -> Dist:
         return SINGLE
     backend = backend_for(section, device)
     timeout = timedelta(seconds=section.timeout_seconds)
-    torch_dist.init_process_group(backend=backend, timeout=timeout)
+    store, rank, world_size = next(torch_dist.rendezvous("env://", timeout=timeout))
+    # torchrun's restarts reuse its store; without a per-attempt prefix a restarted rank can read
+    # the dead attempt's addresses and fail to connect (pytorch/pytorch#135712).
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    store = torch_dist.PrefixStore(f"tcgleague/attempt{attempt}", store)
+    torch_dist.init_process_group(backend=backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
     # Pickled objects travel over gloo (host memory) even when gradients use nccl.
     objects_group = torch_dist.new_group(backend="gloo", timeout=timeout) if backend != "gloo" else None
     return Dist(
