@@ -123,6 +123,7 @@ def test_two_rank_resume_is_bit_identical_to_straight_training(selfplay, tmp_pat
     assert ckpt(run_b, 4)["resumed_from"] == str(run_a / "model_smoke_000002.pt")
 
 
+@pytest.mark.slow
 def test_elastic_restart_resumes_from_latest_and_continues_exactly(selfplay, tmp_path):
     """Rank 1 fails in epoch 3 of the first attempt; torchrun --max-restarts 1 starts the job
     again with the same arguments, and `--resume-checkpoint latest` (a fresh start the first
@@ -180,6 +181,7 @@ def test_a_hung_rank_fails_the_job_after_the_collective_timeout(tmp_path):
     assert "timed out" in proc.stderr.lower() or "timeout" in proc.stderr.lower(), proc.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_league_across_ranks_resumes_exactly(league, tmp_path):
     base, proc = league
     (run_a,) = run_dirs(base)
@@ -310,6 +312,7 @@ def test_the_loss_compiles_without_cuda_graphs_only_under_ddp_on_cuda():
     assert loss_compile_mode(None, cuda, data_parallel=True) is None
 
 
+@pytest.mark.slow
 def test_bench_scale_reports_sps_per_rank_count(tmp_path):
     out = tmp_path / "scale.json"
     argv = ["scale", "--config", "configs/smoke.ini", "--nproc", "1,2", "--epochs", "2", "--warmup-epochs", "1"]
