@@ -6,10 +6,11 @@ Each rank owns an env shard (`[env] num_games` games, seeded from the base seed 
 its own rollout and a replica of the policy; the loss is wrapped in DistributedDataParallel,
 so every minibatch's gradients are averaged across ranks before the one optimizer step and the
 replicas stay identical. Rank 0 alone writes files (checkpoints, metrics, W&B, league state).
-Everything else that crosses ranks happens once per epoch through the few calls here:
-`all_gather` (metrics, run states, league results) and `broadcast` (run id, resume checkpoint,
-the league pool). A plain `python train.py` is the one-rank `SINGLE` context: no process group,
-and every call here is then the identity.
+Everything else that crosses ranks goes through the few calls here, at most a few times per
+epoch: `all_gather` (metrics and weight digests), `gather` to rank 0 (run states, league
+results), `broadcast` from rank 0 (run id, resume checkpoint, the league pool; `from_main` when
+rank 0 may refuse), `any` (a rolled-back update). A plain `python train.py` is the one-rank
+`SINGLE` context: no process group, and every call here is then the identity.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -26,7 +28,7 @@ import torch
 import torch.distributed as torch_dist
 import torch.nn as nn
 
-from .config import DistSection
+from .config import ConfigError, DistSection
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 # The policy's buffers are constants (feature indices and scales), identical on every rank: DDP
@@ -87,6 +89,21 @@ class Dist:
         torch_dist.broadcast_object_list(box, src=0, group=self.objects_group)
         return box[0]
 
+    def from_main(self, produce: Callable[[], Any], refusals: tuple[type[Exception], ...]) -> Any:
+        """Rank 0's `produce()` on every rank; if it raises one of `refusals`, every rank raises
+        that error, so the whole job stops with the same message instead of the other ranks
+        waiting for a rank that is gone."""
+        outcome: Any = None
+        if self.is_main:
+            try:
+                outcome = (produce(), None)
+            except refusals as err:
+                outcome = (None, err)
+        value, refusal = self.broadcast(outcome)
+        if refusal is not None:
+            raise refusal
+        return value
+
     def data_parallel(self, module: nn.Module, device: torch.device) -> nn.Module:
         """`module` wrapped in DistributedDataParallel (gradients averaged across ranks in
         backward); the module itself in a single process. Construction broadcasts rank 0's
@@ -128,6 +145,17 @@ def init_distributed(section: DistSection, device: torch.device) -> Dist:
     if not launched_by_torchrun():
         return SINGLE
     backend = backend_for(section, device)
+    if backend == "nccl" and device.type != "cuda":
+        raise ConfigError(f"[dist] backend nccl needs CUDA, and this rank's device is {device}: use gloo (or auto)")
+    if (
+        device.type == "cuda"
+        and device.index != torchrun_local_rank()
+        and int(os.environ.get("LOCAL_WORLD_SIZE", "1")) > 1
+    ):
+        raise ConfigError(
+            f"[base] device {device} puts every rank of this machine on one GPU: under torchrun each rank takes "
+            "its own, cuda:<local rank>; use cuda or auto"
+        )
     timeout = timedelta(seconds=section.timeout_seconds)
     store, rank, world_size = next(torch_dist.rendezvous("env://", timeout=timeout))
     # torchrun's restarts reuse its store; without a per-attempt prefix a restarted rank can read
@@ -163,27 +191,32 @@ def weights_digest(state_dict: dict[str, torch.Tensor]) -> str:
 # ---- metrics: one reduction per epoch ------------------------------------------------------------
 SUMMED = ("environment/episodes",)
 SLOWEST = ("perf/epoch_seconds", "perf/rollout_seconds", "perf/update_seconds", "perf/opponents_seconds")
+ANY_RANK = ("losses/update_rolled_back", "losses/first_nonfinite_step", "resume/collapsed")  # the worst rank's
 
 
 def merge_rank_metrics(per_rank: list[dict], batch_size: int) -> dict:
-    """One epoch's metrics from every rank's: episode counts summed; the other `environment/*`
-    figures averaged over episodes; times from the slowest rank; `perf/sps` the job's (all ranks'
-    decisions over the slowest rank's epoch); keys only
-    rank 0 has from rank 0; everything else the mean over the ranks that report it."""
-    world = len(per_rank)
-    out = dict(per_rank[0])
+    """One epoch's metrics from every rank's (a single rank's come back unchanged): a value all
+    ranks share (learning rate, anneals, the league's) as it is; episode counts summed; the
+    other `environment/*` figures averaged over episodes; times from the slowest rank, flags and
+    failure steps from the worst; `perf/sps` the job's (all ranks' decisions over the slowest
+    rank's epoch); anything else the mean over the ranks that report it."""
+    if len(per_rank) == 1:
+        return dict(per_rank[0])
+    out: dict = {}
     episodes = [m.get("environment/episodes", 0.0) for m in per_rank]
-    for key in set().union(*per_rank):
+    for key in sorted(set().union(*per_rank)):
         values = [m[key] for m in per_rank if key in m]
         if key in SUMMED:
             out[key] = float(sum(values))
+        elif all(v == values[0] for v in values):
+            out[key] = values[0]
         elif key.startswith("environment/"):
             weights = [n for m, n in zip(per_rank, episodes) if key in m]
             out[key] = float(np.average(values, weights=weights)) if sum(weights) > 0 else float(np.mean(values))
-        elif key in SLOWEST:
+        elif key in SLOWEST or key in ANY_RANK:
             out[key] = float(max(values))
-        elif len(values) > 1:
+        else:
             out[key] = float(np.mean(values))
-    if world > 1 and out.get("perf/epoch_seconds", 0.0) > 0:
-        out["perf/sps"] = world * batch_size / out["perf/epoch_seconds"]
+    if out.get("perf/epoch_seconds", 0.0) > 0:
+        out["perf/sps"] = len(per_rank) * batch_size / out["perf/epoch_seconds"]
     return out

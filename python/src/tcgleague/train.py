@@ -147,23 +147,9 @@ def rank_log(dist: Dist) -> Callable[[str], None]:
     return log
 
 
-def shared_resume(args: argparse.Namespace, cfg: Config, dist: Dist):
-    """Rank 0 resolves and validates the checkpoint; every rank gets it - or the refusal, so each
-    rank stops with the same one-line error."""
-    outcome = None
-    if dist.is_main:
-        try:
-            outcome = load_resume(args, cfg)
-        except UserInputError as err:
-            outcome = err
-    outcome = dist.broadcast(outcome)
-    if isinstance(outcome, UserInputError):
-        raise outcome
-    return outcome
-
-
 def run(args: argparse.Namespace, cfg: Config, dist: Dist) -> int:
-    loaded, options = shared_resume(args, cfg, dist)
+    # Rank 0 resolves and validates the checkpoint; a refusal stops every rank with its one line.
+    loaded, options = dist.from_main(lambda: load_resume(args, cfg), refusals=(UserInputError,))
     # Every input is valid: only now is anything created on disk (by rank 0 alone).
     run_id = dist.broadcast(f"{int(time.time())}{uuid.uuid4().hex[:4]}")
     run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_{run_id}"

@@ -216,10 +216,11 @@ class Trainer:
                 "is the last good one. Lower [train] learning_rate or max_grad_norm, or set [train] nan_policy = "
                 "skip_batch to drop such batches"
             )
-        print(
-            f"[train] WARNING: {where}; this epoch's batch was dropped ([train] nan_policy = skip_batch)",
-            file=sys.stderr,
-        )
+        if self.dist.is_main:  # every rank dropped it
+            print(
+                f"[train] WARNING: {where}; this epoch's batch was dropped ([train] nan_policy = skip_batch)",
+                file=sys.stderr,
+            )
 
     def loss_coefs(self) -> torch.Tensor:
         """(clip, vf_coef, vf_clip, ent_coef) as the tensor the loss takes (annealing never recompiles)."""
@@ -305,10 +306,10 @@ class Trainer:
         return self.last_metrics
 
     def reduce_across_ranks(self, metrics: dict, out_of_time: bool) -> tuple[dict, bool]:
-        """The epoch's one exchange between ranks: every rank's metrics merged (dist.py), whether
-        any rank ran out of time, and a check that the replicas' weights are still identical
-        (a divergence is a bug: the job stops rather than train on). A single process merges
-        its own metrics alone."""
+        """The epoch's metrics exchange: every rank's metrics merged (dist.py), whether any rank
+        ran out of time, and a check that the replicas' weights are still identical (a
+        divergence is a bug: the job stops rather than train on). A single process keeps its
+        own metrics as they are."""
         digest = weights_digest(unwrap(self.policy).state_dict()) if self.dist.enabled else None
         gathered = self.dist.all_gather((metrics, digest, out_of_time))
         merged = merge_rank_metrics([m for m, _, _ in gathered], self.cfg.train.batch_size)

@@ -33,6 +33,9 @@ class FieldError(ValueError):
         super().__init__(f"field {field}: {problem}")
         self.field, self.problem = field, problem
 
+    def __reduce__(self):  # pickled whole: under torchrun a refusal travels from rank 0 to the others
+        return FieldError, (self.field, self.problem)
+
 
 def _require(ok: bool, field: str, problem: str) -> None:
     if not ok:

@@ -211,7 +211,16 @@ class LeagueOpponents:
             "opponents_generator": pool["generator"],
             "opponent_state": pool["rows"],
         }
+        if not self.dist.is_main:  # a replica: rank 0's checkpoint part holds the manager
+            return {"league": running}
         return {"manager": self.manager.state_dict(), "league": running, "state_file": str(self.manager.state_path)}
+
+    def load_manager(self, state: dict) -> None:
+        """Rank 0: the checkpoint's pool, ratings and payoff (the file's league state follows)."""
+        with league_field("manager"):
+            self.manager.load_state_dict(state["manager"])
+        if self.manager.directory is not None:
+            self.manager.save()
 
     def load_state_dict(self, state: dict | None, exact: bool, log=print) -> None:
         """Pool, ratings and payoff always; the running matchups only when `exact`. A running
@@ -219,11 +228,7 @@ class LeagueOpponents:
         if state is None:
             log("[resume] note: the checkpoint has no league state: the league starts empty")
             return
-        if self.dist.is_main:
-            with league_field("manager"):
-                self.manager.load_state_dict(state["manager"])
-            if self.manager.directory is not None:
-                self.manager.save()
+        self.dist.from_main(lambda: self.load_manager(state), refusals=(FieldError,))
         self.sent = set()  # a resumed job's replicas hold no weights yet
         self.share_pool()
         self.sync_pool()
