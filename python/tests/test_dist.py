@@ -124,6 +124,30 @@ def test_two_rank_resume_is_bit_identical_to_straight_training(selfplay, tmp_pat
 
 
 @pytest.mark.slow
+def test_three_rank_resume_is_bit_identical_too(tmp_path):
+    """With 3+ ranks the all-reduce's summation order follows DDP's bucket layout, which DDP
+    rebuilds after its first backward: the updater settles it before the first real step."""
+    three = ("--nproc_per_node", "3")
+    straight = torchrun(tmp_path / "a", "--train.eval-interval", "0", launcher=three)
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    (run_a,) = run_dirs(tmp_path / "a")
+    resumed = torchrun(
+        tmp_path / "b",
+        "--train.eval-interval",
+        "0",
+        "--resume-checkpoint",
+        str(run_a / "model_smoke_000002.pt"),
+        "--resume-load-optimizer",
+        launcher=three,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    (run_b,) = run_dirs(tmp_path / "b")
+    final = ckpt(run_a, 4)
+    assert final["dist"]["world_size"] == 3 and len(set(final["dist"]["weight_digests"])) == 1
+    assert_exact_continuation(final, ckpt(run_b, 4))
+
+
+@pytest.mark.slow
 def test_elastic_restart_resumes_from_latest_and_continues_exactly(selfplay, tmp_path):
     """Rank 1 fails in epoch 3 of the first attempt; torchrun --max-restarts 1 starts the job
     again with the same arguments, and `--resume-checkpoint latest` (a fresh start the first

@@ -110,6 +110,7 @@ class PPOUpdater:
     ):
         self.policy, self.optimizer, self.settings, self.device, self.dist = policy, optimizer, settings, device, dist
         self.loss = PPOLoss(policy, sampler)
+        self.sampler = sampler
         loss = dist.data_parallel(self.loss, device)
         self.compiled = settings.compile_mode is not None
         self.loss_fn = torch.compile(loss, mode=settings.compile_mode) if self.compiled else loss
@@ -133,12 +134,25 @@ class PPOUpdater:
         mark_static(*self.minibatch.values())
         self.params = list(self.policy.parameters())
         self._warm_gradients()
+        if loss is not self.loss:
+            self._settle_buckets(loss)
 
     def _warm_gradients(self) -> None:
         """Allocate every .grad once so their addresses never change (CUDA-graph friendly)."""
         for p in self.policy.parameters():
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
+
+    def _settle_buckets(self, data_parallel: nn.Module) -> None:
+        """One throwaway forward and backward through DDP, gradients then zeroed. DDP lays its
+        gradient buckets out anew after its first backward, and with 3+ ranks the all-reduce's
+        summation order follows that layout: settling it here gives every real step of a fresh
+        and of a resumed job the same layout, so resuming stays bit-exact."""
+        coefs = torch.zeros(4, device=self.device)
+        loss, _ = data_parallel(**self.minibatch, params=self.sampler.params_tensor(self.device), coefs=coefs)
+        loss.backward()
+        for p in self.params:
+            p.grad.zero_()
 
     def load_minibatch(self, batch: Batch, index: torch.Tensor) -> None:
         """Copies segments `index` of `batch` into the fixed minibatch tensors."""
