@@ -186,9 +186,11 @@ class LeagueManager:
         return decision
 
     def metrics(self) -> dict[str, float]:
-        """league/pool_size, promotions, candidates, the champion's rating, and league/payoff_vs_*:
-        the learner's decayed score in its *training* games vs a few opponents (scoring.winrate
-        over the payoff counts; not a duplicate match: eval/winrate_vs_* is that)."""
+        """league/pool_size, promotions, candidates, the champion's rating, every rated id's
+        rating (league/rating_mu/<id>, league/rating_sigma/<id>: one line per member, and the
+        report's ratings and pool timeline), and league/payoff_vs_*: the learner's decayed score
+        in its *training* games vs a few opponents (scoring.winrate over the payoff counts; not a
+        duplicate match: eval/winrate_vs_* is that)."""
         out = {
             "league/pool_size": float(len(self.pool_ids())),
             "league/promotions": float(self.promotions),
@@ -199,6 +201,9 @@ class LeagueManager:
             out["league/champion_rating"] = self.ratings.conservative(self.champion)
             out["league/champion_mu"] = self.ratings.mu(self.champion)
             out["league/champion_sigma"] = self.ratings.sigma(self.champion)
+        for who, (mu, sigma) in self.ratings.state_dict().items():
+            out[f"league/rating_mu/{who}"] = mu
+            out[f"league/rating_sigma/{who}"] = sigma
         few = {"champion": self.champion, **{b: b for b in BOTS}}
         if self.pool_ids():
             newest = self.pool_ids()[-1]
