@@ -10,7 +10,7 @@ ENGINE_SOURCES := $(wildcard $(ENGINE_DIR)/*.c $(ENGINE_DIR)/*.h)
 ENGINE_SO := $(ENGINE_DIR)/.built-stamp
 CONFIG ?= configs/default.ini
 
-.PHONY: setup build train lint test bench sanitize clean
+.PHONY: setup build train report lint test bench sanitize clean
 
 setup: $(SETUP_STAMP) $(ENGINE_SO)
 
@@ -34,6 +34,11 @@ build: setup
 
 train: setup
 	$(PY) train.py --config $(CONFIG)
+
+# A run's report: make report RUN=experiments/<run_name>_<id>  (writes RUN/report/report.html)
+report: setup
+	@test -n "$(RUN)" || (echo "usage: make report RUN=experiments/<run_name>_<id>" >&2; exit 2)
+	$(PY) -m tcgleague.report $(RUN)
 
 # ruff lint + format check (configured in pyproject.toml); `make test` runs it first.
 lint: setup

@@ -140,6 +140,13 @@ class RunLogger:
         if self.wandb_run is not None:
             self.wandb_run.log(dict(metrics), step=int(step))
 
+    def log_panels(self, panels: Mapping[str, Any], step: int) -> None:
+        """W&B media (images, tables, custom charts) at `step`; metrics.jsonl holds scalars only,
+        so without W&B this does nothing."""
+        check_metric_names(panels)
+        if self.wandb_run is not None:
+            self.wandb_run.log(dict(panels), step=int(step))
+
     def close(self) -> None:
         if self._file is not None:
             self._file.close()

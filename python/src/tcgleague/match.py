@@ -185,7 +185,15 @@ class MatchReport:
             "per_deck": self.breakdown(lambda r: r.deck),
             "per_seat": {f"seat{k}": v for k, v in self.breakdown(lambda r: r.seat).items()},
             "per_turn_order": self.breakdown(lambda r: "first" if r.went_first else "second"),
+            "per_deck_pair": self.deck_pairs(),
         }
+
+    def deck_pairs(self) -> dict[str, dict[str, dict]]:
+        """The learner's deck -> the opponent's deck -> results (the report's deck heatmap)."""
+        out: dict[str, dict[str, dict]] = defaultdict(dict)
+        for (deck, opp), row in self.breakdown(lambda r: (r.deck, r.opp_deck)).items():
+            out[deck][opp] = row
+        return dict(out)
 
 
 @torch.no_grad()

@@ -29,8 +29,10 @@ from .config import Config, load_config
 from .devices import resolve_device
 from .dist import Dist, init_distributed, shutdown, torchrun_local_rank
 from .engine.cards import load_card_pool
-from .errors import UserInputError, entry_point
+from .errors import ArgumentError, UserInputError, entry_point
 from .logger import Dashboard, RunLogger
+from .report import load_run, write_report
+from .report.panels import league_panels
 from .resume import ResumeOptions, apply_resume
 from .trainer import Trainer
 
@@ -44,6 +46,13 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--config", default="configs/default.ini", help="an .ini file (default: configs/default.ini)")
     parser.add_argument("--wandb", action="store_true", help="log to Weights & Biases (offline when no API key)")
     parser.add_argument("--league-enable", action="store_true", help="league training (see [league])")
+    parser.add_argument(
+        "--report-every",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also write the run's report (report/report.html) every N epochs; it is always written at the end",
+    )
     r = parser.add_argument_group("resume")
     r.add_argument(
         "--resume-checkpoint",
@@ -87,6 +96,33 @@ def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path | 
     return write
 
 
+def epoch_end_writer(run_dir: Path, report_every: int, logger: RunLogger) -> Callable[[Trainer, bool], None]:
+    """The trainer's epoch_end_fn on rank 0: the run's report at the end (and every
+    `report_every` epochs), and with W&B the league panels after each candidate evaluation. Both
+    are drawn from the run directory; one that fails is a warning, never the end of the run."""
+    seen = {"candidates": None}
+
+    def after_epoch(trainer: Trainer, last: bool) -> None:
+        candidates = trainer.last_metrics.get("league/candidates")
+        evaluated = candidates is not None and candidates != seen["candidates"] and candidates > 0
+        seen["candidates"] = candidates
+        report_due = last or (report_every > 0 and trainer.epoch % report_every == 0)
+        panels_due = evaluated and logger.wandb_run is not None
+        if not (report_due or panels_due):
+            return
+        try:
+            run = load_run(run_dir)
+            if report_due:
+                write_report(run, run_dir / "report")
+            if panels_due:
+                logger.log_panels(league_panels(run), trainer.global_step)
+        except Exception as err:  # a plotting failure must not lose the run
+            what = "report" if report_due else "W&B league panels"
+            print(f"[report] WARNING: the {what} could not be written: {type(err).__name__}: {err}", file=sys.stderr)
+
+    return after_epoch
+
+
 def load_resume(args: argparse.Namespace, cfg: Config) -> tuple[LoadedCheckpoint | None, ResumeOptions | None]:
     """The validated checkpoint to resume from (CheckpointError if it cannot be used), or None."""
     if args.resume_checkpoint is None:
@@ -123,6 +159,8 @@ def load_resume(args: argparse.Namespace, cfg: Config) -> tuple[LoadedCheckpoint
 @entry_point("train")
 def main(argv: list[str] | None = None) -> int:
     args, overrides = parse_args(argv)
+    if args.report_every < 0:
+        raise ArgumentError(f"--report-every {args.report_every}: expected N >= 0 epochs (0 = only at the end)")
     if args.wandb:
         overrides += ["--wandb.enable", "true"]
     if args.league_enable:
@@ -171,7 +209,8 @@ def run(args: argparse.Namespace, cfg: Config, dist: Dist) -> int:
         if loaded is not None:
             apply_resume(trainer, loaded, options, log=rank_log(dist))
         started = True
-        trainer.train(checkpoint_fn=checkpoint_writer(run_dir, cfg))
+        after_epoch = epoch_end_writer(run_dir, args.report_every, logger) if dist.is_main else None
+        trainer.train(checkpoint_fn=checkpoint_writer(run_dir, cfg), epoch_end_fn=after_epoch)
     except UserInputError:
         refused = not started
         raise

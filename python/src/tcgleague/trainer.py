@@ -277,9 +277,15 @@ class Trainer:
         return out
 
     # ---- the loop --------------------------------------------------------------------------------
-    def train(self, checkpoint_fn: Callable[[Trainer], object] | None = None, max_seconds: float | None = None) -> dict:
+    def train(
+        self,
+        checkpoint_fn: Callable[[Trainer], object] | None = None,
+        max_seconds: float | None = None,
+        epoch_end_fn: Callable[[Trainer, bool], object] | None = None,
+    ) -> dict:
         """Trains to total_epochs (or, with `max_seconds`, stops after the epoch that crosses that
-        wall time). Checkpoints every checkpoint_interval and always at the end."""
+        wall time). Checkpoints every checkpoint_interval and always at the end; calls
+        `epoch_end_fn(trainer, last)` after each epoch's checkpoint (the run's report)."""
         t = self.cfg.train
         wall_start = time.perf_counter()
         saved_epoch = None
@@ -299,6 +305,8 @@ class Trainer:
             if checkpoint_fn and (last or self.checkpoint_due()):
                 checkpoint_fn(self)
                 saved_epoch = self.epoch
+            if epoch_end_fn:
+                epoch_end_fn(self, last)
             if out_of_time:
                 break
         if checkpoint_fn and saved_epoch != self.epoch:  # e.g. resumed at the end: still a final checkpoint

@@ -1,0 +1,87 @@
+"""What a report is drawn from: a run directory's `metrics.jsonl`, its league state file and
+any `evaluate_checkpoint --json` reports. Everything is read as it is on disk now, so a run
+that is still going (a half-written last metrics line) reports what it has so far."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ArgumentError
+from ..league.manager import STATE_FILE
+from ..logger import METRICS_FILE
+
+EVALUATION_KEYS = ("opponent", "per_seat", "per_deck", "winrate")  # what marks an evaluate_checkpoint report
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    metrics: list[dict]  # one dict per epoch, in order
+    league: dict | None  # the league state file, None for a self-play run
+    evaluations: dict[str, dict] = field(default_factory=dict)  # file stem -> evaluate_checkpoint report
+
+    def series(self, key: str) -> tuple[list[float], list[float]]:
+        """(global steps, values) of a metric over the run, skipping epochs without it (or null)."""
+        pairs = [(m["global_step"], m[key]) for m in self.metrics if m.get(key) is not None]
+        return [p[0] for p in pairs], [float(p[1]) for p in pairs]
+
+    def keys(self, prefix: str) -> list[str]:
+        """Every metric name starting with `prefix`, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for m in self.metrics:
+            seen.update((k, None) for k in m if k.startswith(prefix))
+        return list(seen)
+
+
+def read_metrics(path: Path) -> list[dict]:
+    """metrics.jsonl lines; a line that does not parse (the one being written) is skipped."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and "global_step" in row:
+            out.append(row)
+    return out
+
+
+def read_league(run_dir: Path) -> dict | None:
+    """The league state (or its backup when the main file is mid-write or damaged); None without one."""
+    for path in (run_dir / "league" / STATE_FILE, run_dir / "league" / f"{STATE_FILE}.bak"):
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+    return None
+
+
+def read_evaluation(path: Path) -> dict | None:
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return report if isinstance(report, dict) and all(k in report for k in EVALUATION_KEYS) else None
+
+
+def load_run(run_dir: Path, evaluation_files: list[Path] = ()) -> RunData:
+    """The run's data. Evaluation reports are the given files plus any in the run directory
+    (and its `evaluations/`); checkpoint sidecars and other JSON files are not reports and are
+    passed over."""
+    run_dir = Path(run_dir)
+    metrics_path = run_dir / METRICS_FILE
+    if not metrics_path.is_file():
+        raise ArgumentError(f"{run_dir}: not a run directory (no {METRICS_FILE} in it)")
+    evaluations = {}
+    for path in [*sorted(run_dir.glob("*.json")), *sorted(run_dir.glob("evaluations/*.json"))]:
+        report = read_evaluation(path)
+        if report is not None:
+            evaluations[path.stem] = report
+    for path in evaluation_files:
+        report = read_evaluation(Path(path))
+        if report is None:
+            raise ArgumentError(f"--eval {path}: not an evaluate_checkpoint --json report")
+        evaluations[Path(path).stem] = report
+    return RunData(run_dir, read_metrics(metrics_path), read_league(run_dir), evaluations)

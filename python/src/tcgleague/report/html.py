@@ -1,0 +1,90 @@
+"""The report: every figure the run has data for as a PNG, and one self-contained `report.html`
+(inline CSS, no scripts, images by relative path) that shows them with the league's promotion
+decisions. Sections without data are left out and said so in one line."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from ..atomic import atomic_write
+from .data import RunData
+from .figures import LEAGUE, TRAINING, FigureSpec, evaluation_tables
+
+REPORT_FILE = "report.html"
+STYLE = """
+body { font-family: sans-serif; max-width: 1000px; margin: 2em auto; color: #222; }
+img { max-width: 100%; border: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.85em; }
+td, th { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }
+.missing { color: #777; font-style: italic; }
+"""
+
+
+def save_png(fig, path: Path) -> None:
+    atomic_write(path, lambda f: fig.savefig(f, format="png"))
+
+
+def figure_section(spec: FigureSpec, run: RunData, out: Path) -> str:
+    fig = spec.draw(run)
+    if fig is None:
+        return f'<p class="missing">{html.escape(spec.title)}: no data in this run.</p>'
+    save_png(fig, out / f"{spec.name}.png")
+    return f'<h3>{html.escape(spec.title)}</h3>\n<img src="{spec.name}.png" alt="{html.escape(spec.title)}">'
+
+
+DECISION_COLUMNS = ("candidate", "decision", "champion before", "vs champion W-L-D", "vs baselines W-L-D", "why")
+
+
+def decision_cells(d: dict) -> list[str]:
+    """One promotion decision (promotion.Decision, as the league state file holds it) as table cells."""
+    baselines = ", ".join(f"{bot} {w}-{lost}-{dr}" for bot, (w, lost, dr) in (d.get("vs_baselines") or {}).items())
+    vs_champion = "-".join(str(x) for x in d["vs_champion"]) if d.get("vs_champion") else ""
+    verdict = "promoted" if d["promoted"] else "rejected"
+    return [d["candidate"], verdict, d.get("champion_before") or "", vs_champion, baselines, d["reason"]]
+
+
+def decisions_table(league: dict) -> str:
+    rows = [
+        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in decision_cells(d)) + "</tr>"
+        for d in league.get("decisions", [])
+    ]
+    if not rows:
+        return '<p class="missing">Promotion decisions: none yet.</p>'
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in DECISION_COLUMNS)
+    return f"<h3>Promotion decisions (newest last)</h3>\n<table><tr>{head}</tr>\n" + "\n".join(rows) + "\n</table>"
+
+
+def write_report(run: RunData, out: Path) -> Path:
+    """Writes the figures and report.html into `out`; returns the HTML's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    last = run.metrics[-1] if run.metrics else {}
+    parts = [
+        f"<h1>{html.escape(run.run_dir.name)}</h1>",
+        f"<p>{len(run.metrics)} epochs logged, global step {last.get('global_step', 0):,}.</p>",
+        "<h2>Training</h2>",
+        *(figure_section(spec, run, out) for spec in TRAINING),
+        "<h2>League</h2>",
+    ]
+    if run.league is None:
+        parts.append('<p class="missing">League: not a league run (no league state file).</p>')
+    else:
+        parts += [figure_section(spec, run, out) for spec in LEAGUE]
+        parts.append(decisions_table(run.league))
+    parts.append("<h2>Evaluations</h2>")
+    if not run.evaluations:
+        parts.append(
+            '<p class="missing">Evaluations: none (evaluate_checkpoint --json files in the run directory).</p>'
+        )
+    for name, report in run.evaluations.items():
+        png = f"eval_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
+        save_png(evaluation_tables(report), out / png)
+        parts.append(f'<h3>{html.escape(name)}</h3>\n<img src="{png}" alt="{html.escape(name)}">')
+    page = (
+        f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(run.run_dir.name)}</title>"
+        f"<style>{STYLE}</style></head>\n<body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )
+    path = out / REPORT_FILE
+    atomic_write(path, lambda f: f.write(page.encode("utf-8")))
+    return path

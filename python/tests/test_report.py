@@ -1,0 +1,135 @@
+"""The run report: built from a smoke run and a smoke league run (with an evaluation report),
+every figure a real PNG of the expected size referenced by the HTML; a run still being written;
+bad input; a report failure never stopping training."""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from tcgleague import evaluate_checkpoint as eval_cli
+from tcgleague import train as train_cli
+from tcgleague.report import REPORT_FILE, load_run, write_report
+from tcgleague.report import __main__ as report_cli
+from tcgleague.report.figures import PIXELS
+from wandb_records import read_wandb_records
+
+SMOKE = ["--config", "configs/smoke.ini", "--train.eval-interval", "1"]
+TRAINING_FIGURES = {"throughput.png", "losses.png", "exploration.png", "evaluation.png"}
+LEAGUE_FIGURES = {"payoff.png", "ratings.png", "pool.png"}
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """(width, height) from a PNG's IHDR chunk; fails on anything that is not a PNG."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR", f"{path} is not a PNG"
+    return struct.unpack(">II", data[16:24])
+
+
+def referenced(html: str) -> set[str]:
+    return set(re.findall(r'<img src="([^"]+)"', html))
+
+
+def assert_figures(report_dir: Path, expected: set[str]) -> str:
+    html = (report_dir / REPORT_FILE).read_text()
+    pngs = {p.name for p in report_dir.glob("*.png")}
+    assert expected <= pngs, expected - pngs
+    assert referenced(html) == pngs, "the HTML shows every figure, and only those that exist"
+    for name in pngs:
+        assert (report_dir / name).stat().st_size > 5000, name
+        assert png_size(report_dir / name) == PIXELS, name
+    return html
+
+
+@pytest.fixture(scope="module")
+def selfplay_run(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("selfplay")
+    assert train_cli.main([*SMOKE, "--base.experiments-dir", str(base)]) == 0
+    (run_dir,) = base.iterdir()
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def league_run(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("league")
+    args = [*SMOKE, "--league-enable", "--train.total-timesteps", "3072", "--base.experiments-dir", str(base)]
+    assert train_cli.main(args) == 0
+    (run_dir,) = base.iterdir()
+    final = run_dir / "model_smoke_000006.pt"
+    assert eval_cli.main([str(final), "--episodes", "32", "--json", str(run_dir / "vs_greedy.json")]) == 0
+    return run_dir
+
+
+def test_a_selfplay_run_reports_its_training_figures_at_the_end(selfplay_run):
+    html = assert_figures(selfplay_run / "report", TRAINING_FIGURES)
+    assert "not a league run" in html and "Evaluations: none" in html
+    assert not (selfplay_run / "report" / "payoff.png").exists()
+
+
+def test_a_league_run_reports_payoff_ratings_pool_decisions_and_evaluations(league_run):
+    assert report_cli.main([str(league_run)]) == 0  # picks up vs_greedy.json in the run directory
+    html = assert_figures(league_run / "report", TRAINING_FIGURES | LEAGUE_FIGURES | {"eval_vs_greedy.png"})
+    decisions = json.loads((league_run / "league" / "league_state.json").read_text())["decisions"]
+    assert decisions and html.count("<tr>") == len(decisions) + 1, "one table row per promotion decision"
+    for d in decisions:
+        assert d["candidate"] in html
+    assert ("promoted" in html) and ("rejected" in html)
+
+
+def test_a_run_still_being_written_reports_what_it_has(selfplay_run, tmp_path):
+    run_dir = tmp_path / "smoke_running"
+    run_dir.mkdir()
+    lines = (selfplay_run / "metrics.jsonl").read_text().splitlines()
+    (run_dir / "metrics.jsonl").write_text("\n".join(lines[:2]) + '\n{"global_step": 153')  # mid-write
+    run = load_run(run_dir)
+    assert len(run.metrics) == 2
+    html = (write_report(run, tmp_path / "out")).read_text()
+    assert "2 epochs logged" in html and (tmp_path / "out" / "losses.png").is_file()
+
+
+def test_a_directory_that_is_not_a_run_is_refused(tmp_path, capsys):
+    assert report_cli.main([str(tmp_path)]) == 2
+    assert "not a run directory (no metrics.jsonl in it)" in capsys.readouterr().err
+    assert report_cli.main([str(tmp_path), "--eval", str(tmp_path / "nope.json")]) == 2
+
+
+def test_a_failing_report_never_stops_training(tmp_path, monkeypatch, capsys):
+    def broken(run, out):
+        raise RuntimeError("no fonts on this machine")
+
+    monkeypatch.setattr(train_cli, "write_report", broken)
+    args = [*SMOKE, "--train.total-timesteps", "512", "--base.experiments-dir", str(tmp_path)]
+    assert train_cli.main(args) == 0
+    assert "[report] WARNING: the report could not be written: RuntimeError: no fonts" in capsys.readouterr().err
+    (run_dir,) = tmp_path.iterdir()
+    assert (run_dir / "model_smoke_000001.pt").is_file()
+
+
+def test_a_wandb_league_run_logs_the_payoff_heatmap_decisions_and_ratings(tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))  # no key anywhere: offline
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    args = [*SMOKE, "--league-enable", "--wandb", "--train.total-timesteps", "1536", "--base.experiments-dir"]
+    assert train_cli.main([*args, str(tmp_path)]) == 0
+    (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    (offline,) = (run_dir / "wandb").glob("offline-run-*")
+    heatmaps = list(offline.glob("files/media/images/league/payoff_heatmap_*.png"))
+    tables = list(offline.glob("files/media/table/league/decisions_*.table.json"))
+    assert len(heatmaps) == 3 and len(tables) == 3, "one of each per candidate evaluation (3 epochs, 3 candidates)"
+    assert png_size(heatmaps[0]) == PIXELS
+    table = json.loads(max(tables, key=lambda p: p.stat().st_mtime_ns).read_text())
+    assert table["columns"][:2] == ["candidate", "decision"] and len(table["data"]) == 3
+    (log,) = offline.glob("run-*.wandb")
+    keys = set()
+    for r in read_wandb_records(log):
+        if r.WhichOneof("record_type") == "history":
+            keys |= {i.key or "/".join(i.nested_key) for i in r.history.item}
+    media = {"league/payoff_heatmap/_type", "league/decisions/_type", "league/ratings_table/_type"}
+    assert media | {"league/rating_mu/e000001"} <= keys, sorted(keys)
