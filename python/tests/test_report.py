@@ -133,3 +133,18 @@ def test_a_wandb_league_run_logs_the_payoff_heatmap_decisions_and_ratings(tmp_pa
             keys |= {i.key or "/".join(i.nested_key) for i in r.history.item}
     media = {"league/payoff_heatmap/_type", "league/decisions/_type", "league/ratings_table/_type"}
     assert media | {"league/rating_mu/e000001"} <= keys, sorted(keys)
+
+
+def test_evaluate_checkpoint_logs_its_report_to_wandb(league_run, monkeypatch):
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("NETRC", str(league_run / "no-netrc"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    before = set((league_run / "wandb").glob("offline-run-*")) if (league_run / "wandb").exists() else set()
+    assert eval_cli.main([str(league_run / "model_smoke_000006.pt"), "--episodes", "16", "--wandb"]) == 0
+    (offline,) = set((league_run / "wandb").glob("offline-run-*")) - before
+    (image,) = offline.glob("files/media/images/eval/tables_*.png")
+    (table,) = offline.glob("files/media/table/eval/results_*.table.json")
+    assert png_size(image) == PIXELS
+    rows = json.loads(table.read_text())["data"]
+    assert any(r[0].startswith("per_seat seat0") for r in rows) and any(r[0].startswith("deck ") for r in rows)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -24,10 +25,11 @@ from rich.table import Table
 
 from .bots import BOTS
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
-from .errors import entry_point, output_file
+from .errors import ArgumentError, entry_point, output_file
 from .layout import DEFAULT_TURN_CAP
 from .match import bot_side, play_match, policy_side
 from .policy.tcg_sampler import TCGSampler
+from .report.panels import log_evaluation
 
 
 def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = None) -> TCGSampler:
@@ -147,6 +149,12 @@ def parse_args(argv):
     p.add_argument("--parallel", type=int, default=256, help="concurrent games (default 256)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default)")
     p.add_argument("--json", type=Path, metavar="OUT", help="write the report to this JSON file")
+    p.add_argument(
+        "--wandb",
+        action="store_true",
+        help="also log the report to W&B as an evaluation run (offline without an API key; files under the "
+        "checkpoint's directory, wandb/)",
+    )
     args = p.parse_args(argv)
     if (args.checkpoint is None) == (args.checkpoint_flag is None):
         p.error("give the checkpoint once: as the positional CHECKPOINT or as --checkpoint PATH")
@@ -166,6 +174,8 @@ def parse_args(argv):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     output_file(args.json, "--json")
+    if args.wandb and not os.access(Path(args.checkpoint).resolve().parent, os.W_OK):
+        raise ArgumentError(f"--wandb: the checkpoint's directory {Path(args.checkpoint).parent} is not writable")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict)
@@ -176,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         print(f"wrote {args.json}")
+    if args.wandb:
+        print(f"logged to W&B: {log_evaluation(report, Path(args.checkpoint).resolve().parent)}")
     return 0
 
 

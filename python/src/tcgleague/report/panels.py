@@ -1,16 +1,25 @@
-"""The league's W&B panels, logged after each candidate evaluation (`--wandb`): the payoff
-heatmap as an image, the promotion decisions as a table, and every rated id's mu as one line
-per member in a single chart. Drawn from the same RunData and figures as the HTML report."""
+"""W&B panels, drawn from the same data and figures as the HTML report: the league's, logged
+after each candidate evaluation of a `--wandb` run (the payoff heatmap as an image, the
+promotion decisions as a table, every rated id's mu as one line per member in a single chart),
+and an `evaluate_checkpoint --wandb` report (its heatmaps and result tables, as a run of its own)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..logger import resolve_wandb_mode
 from .data import RunData
-from .figures import payoff
+from .figures import evaluation_tables, payoff
 from .html import DECISION_COLUMNS, decision_cells
+
+
+def pixels(fig) -> np.ndarray:
+    """RGB pixels from the figure's Agg canvas (wandb's own figure path needs pyplot)."""
+    fig.canvas.draw()
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3]
 
 
 def league_panels(run: RunData) -> dict[str, Any]:
@@ -19,9 +28,8 @@ def league_panels(run: RunData) -> dict[str, Any]:
     panels: dict[str, Any] = {}
     heatmap = payoff(run)
     if heatmap is not None:
-        heatmap.canvas.draw()  # pixels from the Agg canvas: wandb's own figure path needs pyplot
-        pixels = np.asarray(heatmap.canvas.buffer_rgba())[..., :3]
-        panels["league/payoff_heatmap"] = wandb.Image(pixels, caption="decayed payoff: row's win rate vs column")
+        caption = "decayed payoff: row's win rate vs column"
+        panels["league/payoff_heatmap"] = wandb.Image(pixels(heatmap), caption=caption)
     if run.league is not None:
         rows = [decision_cells(d) for d in run.league.get("decisions", [])]
         panels["league/decisions"] = wandb.Table(columns=list(DECISION_COLUMNS), data=rows)
@@ -33,3 +41,40 @@ def league_panels(run: RunData) -> dict[str, Any]:
             xs=steps, ys=ys, keys=members, title="OpenSkill mu per member", xname="global step"
         )
     return panels
+
+
+RESULT_COLUMNS = ("group", "games", "wins", "losses", "draws", "winrate", "wilson_low", "wilson_high")
+
+
+def log_evaluation(report: dict, directory: Path, project: str = "tcgleague") -> str:
+    """An evaluate_checkpoint report as a W&B run of its own (job type "evaluation"; offline
+    without an API key): the win rate and its interval as summary figures, the deck and seat
+    heatmaps as an image, every breakdown as a table. Returns the run's local directory."""
+    import wandb  # late: optional, and slow to import
+
+    name = f"eval-{Path(str(report['checkpoint'])).stem}-vs-{Path(str(report['opponent'])).stem}"
+    run = wandb.init(
+        project=project, job_type="evaluation", name=name, dir=str(directory), mode=resolve_wandb_mode("auto")
+    )
+    try:
+        rows = [
+            [f"{section} {group}", *(r[c] for c in RESULT_COLUMNS[1:])]
+            for section in ("per_deck", "per_seat", "per_turn_order")
+            for group, r in report.get(section, {}).items()
+        ]
+        rows += [
+            [f"deck {deck} vs {opp}", *(r[c] for c in RESULT_COLUMNS[1:])]
+            for deck, row in (report.get("per_deck_pair") or {}).items()
+            for opp, r in row.items()
+        ]
+        run.log(
+            {
+                "eval/tables": wandb.Image(pixels(evaluation_tables(report))),
+                "eval/results": wandb.Table(columns=list(RESULT_COLUMNS), data=rows),
+            }
+        )
+        for key in ("winrate", "wilson_low", "wilson_high", "episodes", "mean_length", "entropy", "noop_rate"):
+            run.summary[f"eval/{key}"] = report[key]
+        return str(run.dir)
+    finally:
+        run.finish()
