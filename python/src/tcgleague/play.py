@@ -1,0 +1,227 @@
+"""`python -m tcgleague.play CKPT [--deck NAME] [--seat 0|1] [--seed S] [--games N] [--reveal]`:
+play a checkpoint in the terminal. The board is drawn each turn, your legal actions are a
+numbered list in words, and the agent's move is shown with its most likely alternatives.
+`--opponent greedy|random|CKPT` instead watches the agent play that opponent, move by move.
+Ctrl-C or the end of input leaves cleanly. The checkpoint loads through the validated path
+evaluate_checkpoint uses."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+from rich.console import Console
+from rich.panel import Panel
+
+from .actors import PolicyActor
+from .bots import BOTS, GreedyBot, RandomBot
+from .checkpoint import CheckpointError, load_checkpoint
+from .engine import LAYOUT
+from .engine.cards import CardPool, load_card_pool
+from .env import TCGEnv
+from .errors import ArgumentError, entry_point
+from .evaluate_checkpoint import checkpoint_sampler
+from .layout import ACTION_WIDTH, DEFAULT_TURN_CAP, DRAW, legal_actions
+
+ACTION_NAMES = {code: name for name, code in LAYOUT["action_types"].items()}
+GROUPS = sorted(LAYOUT["entity_groups"].items(), key=lambda kv: kv[1])  # (name, first entity), in order
+ENTITY = slice(LAYOUT["entity_offset"], LAYOUT["entity_offset"] + LAYOUT["n_entities"] * LAYOUT["entity_width"])
+CARD_FEATURE = LAYOUT["entity_features"]["card"]
+TOP_K = 3  # the agent's alternatives shown with its move
+
+
+# ---- actions in words ----------------------------------------------------------------------------
+def entity_name(entity: int, obs_row: np.ndarray, cards: CardPool, mine: str = "your") -> str:
+    """'your hand 2: Fireball', 'enemy front 1: Cinder Imp', 'enemy leader: Pyra' (1-based;
+    `mine` words the deciding seat's own side: "your" for you, "its" for the agent)."""
+    if entity >= LAYOUT["n_entities"]:
+        return ""
+    group, first = max((g for g in GROUPS if g[1] <= entity), key=lambda g: g[1])
+    owner, place = group.split("_")
+    where = f"{mine if owner == 'my' else 'enemy'} {place}"
+    if place != "leader":
+        where += f" {entity - first + 1}"
+    card = int(obs_row[ENTITY].reshape(LAYOUT["n_entities"], -1)[entity, CARD_FEATURE])
+    return f"{where}: {cards.name(card)}"
+
+
+def describe(action: np.ndarray, obs_row: np.ndarray, cards: CardPool, mine: str = "your") -> str:
+    """One legal (type, a, b, c) tuple in words, from the deciding seat's own observation."""
+    kind, a, b, c = (int(x) for x in action)
+    name = ACTION_NAMES[kind]
+    source, target = entity_name(a, obs_row, cards, mine), entity_name(b, obs_row, cards, mine)
+    if name == "play":
+        where = f" into {'front' if c < LAYOUT['front_slots'] else 'back'} slot {c % LAYOUT['front_slots'] + 1}"
+        return f"play {source}" + (where if c != LAYOUT["none_slot"] else "")
+    if name == "attack":
+        return f"attack with {source} -> {target}"
+    if name in ("activate", "block"):
+        return f"{name} with {source}"
+    if name == "target":
+        return f"target {target}"
+    return {"pass": "pass (end turn / decline)", "mulligan": "mulligan (redraw)", "spark": "use spark"}[name]
+
+
+def action_probabilities(actor: PolicyActor, obs_row: np.ndarray, h: torch.Tensor, c: torch.Tensor) -> np.ndarray:
+    """The agent's probability of each legal action from the state it decided in: the sampler's
+    own log-probability of every legal tuple, batched."""
+    policy, sampler = actor.policy, actor.sampler
+    obs = torch.as_tensor(obs_row, device=actor.device)[None]
+    legal, count = legal_actions(obs_row[None])
+    k = int(count[0])
+    with torch.no_grad():
+        x, ent = policy.encode(obs)
+        out, _ = policy.step(x, (h, c))
+        legal_t = torch.as_tensor(legal, device=actor.device).long().expand(k, -1, -1)
+        logprob, _ = sampler.log_prob_entropy(
+            policy,
+            out.expand(k, -1),
+            ent.expand(k, *ent.shape[1:]),
+            legal_t,
+            torch.full((k,), k, device=actor.device),
+            legal_t[0, :k],
+            actor.default_params,
+        )
+    return logprob.exp().cpu().numpy()
+
+
+# ---- players ---------------------------------------------------------------------------------------
+def agent_actor(path: str, seed: int, name: str) -> tuple[PolicyActor, int]:
+    """A checkpoint as an actor for the env's 2 rows, and its run's turn cap."""
+    loaded = load_checkpoint(path, policy_config=None)
+    generator = torch.Generator().manual_seed(seed)
+    actor = PolicyActor(loaded.policy.eval(), checkpoint_sampler(loaded), 2, generator, name=name)
+    turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", DEFAULT_TURN_CAP)
+    return actor, int(turn_cap)
+
+
+def agent_move(actor: PolicyActor, obs: np.ndarray, row: int, cards: CardPool, console: Console, label: str):
+    """The agent's action for `row`, printed with its top alternatives."""
+    d = actor.decide(torch.as_tensor(obs[row][None], device=actor.device), torch.tensor([row], device=actor.device))
+    action = d.actions[0].cpu().numpy().astype(np.int32)
+    probs = action_probabilities(actor, obs[row], d.state_h, d.state_c)
+    legal, _ = legal_actions(obs[row][None])
+    top = np.argsort(-probs)[:TOP_K]
+    alternatives = ", ".join(f"{describe(legal[0, i], obs[row], cards, 'its')} {probs[i]:.0%}" for i in top)
+    console.print(
+        f"[bold]{label}[/bold]: {describe(action, obs[row], cards, 'its')}   [dim](top: {alternatives})[/dim]"
+    )
+    return action
+
+
+def human_move(obs_row: np.ndarray, cards: CardPool, console: Console, read: Callable[[str], str]) -> np.ndarray:
+    legal, count = legal_actions(obs_row[None])
+    n = int(count[0])
+    for i in range(n):
+        console.print(f"  {i + 1:>3}. {describe(legal[0, i], obs_row, cards)}")
+    while True:
+        answer = read(f"your move [1-{n}]: ").strip()
+        if answer.isdigit() and 1 <= int(answer) <= n:
+            return legal[0, int(answer) - 1].astype(np.int32)
+        console.print(f"enter a number from 1 to {n} (got {answer!r})")
+
+
+def board_text(env: TCGEnv, hidden_seat: int | None) -> str:
+    """The engine's rendering of the game, without its raw legal list, the hidden seat's hand
+    shown as a count (the agent's, unless --reveal)."""
+    lines, seat = [], None
+    for line in env.render(0).splitlines():
+        if line.startswith("legal actions"):
+            continue
+        if line.startswith("seat "):
+            seat = int(line.split()[1].rstrip(":"))
+        if line.strip().startswith("hand:") and seat == hidden_seat:
+            line = f"  hand: {len(line.split('(')) - 1} cards (hidden)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+# ---- the game loop ---------------------------------------------------------------------------------
+def play(args: argparse.Namespace, console: Console, read: Callable[[str], str]) -> list[int]:
+    """Plays args.games games; returns the agent's results: +1 win, 0 draw, -1 loss."""
+    cards = load_card_pool()
+    agent, turn_cap = agent_actor(args.checkpoint, args.seed, "agent")
+    me = args.seat  # the human's seat, or, watching, the opponent's
+    env = make_env(args, cards, turn_cap)
+    opponent = None
+    if args.opponent in BOTS:
+        opponent = GreedyBot(env) if args.opponent == "greedy" else RandomBot(args.seed + 1)
+    elif args.opponent is not None:
+        opponent, _ = agent_actor(args.opponent, args.seed + 1, "opponent")
+    obs, _ = env.reset(args.seed)
+    results: list[int] = []
+    actions = np.zeros((2, ACTION_WIDTH), dtype=np.int32)
+    while len(results) < args.games:
+        row = int(np.flatnonzero(env.masks)[0])
+        if row % 2 == me:
+            if opponent is None:
+                console.print(Panel(board_text(env, None if args.reveal else 1 - me), title=f"game {len(results) + 1}"))
+                actions[row] = human_move(obs[row], cards, console, read)
+            elif isinstance(opponent, PolicyActor):
+                actions[row] = agent_move(opponent, obs, row, cards, console, "opponent")
+            else:
+                actions[row] = opponent.act(obs, np.array([row]))[0]
+                console.print(f"[bold]{args.opponent}[/bold]: {describe(actions[row], obs[row], cards, 'its')}")
+        else:
+            actions[row] = agent_move(agent, obs, row, cards, console, "agent")
+        obs, _, terminals, truncations, infos = env.step(actions)
+        if terminals[0] or truncations[0]:
+            winner = infos[0]["winner"]
+            results.append(0 if winner == DRAW else (-1 if winner == me else 1))
+            who = "you" if opponent is None else args.opponent
+            verdict = {-1: f"{who} won", 0: "a draw", 1: "the agent won"}[results[-1]]
+            console.print(f"[bold]game {len(results)}: {verdict}[/bold] ({infos[0]['turns']} turns)")
+            agent.reset_rows(np.arange(2))
+            if isinstance(opponent, PolicyActor):
+                opponent.reset_rows(np.arange(2))
+    return results
+
+
+def make_env(args: argparse.Namespace, cards: CardPool, turn_cap: int) -> TCGEnv:
+    """One game; with --deck the human's (or watched opponent's) seat plays that deck."""
+    pool = None
+    if args.deck is not None:
+        if args.deck not in cards.deck_names:
+            raise ArgumentError(f"--deck {args.deck!r}: not a deck (decks: {', '.join(cards.deck_names)})")
+        pool = {f"seat{args.seat}": [args.deck], f"seat{1 - args.seat}": list(cards.deck_names)}
+    return TCGEnv(num_games=1, seed=args.seed, deck_pool=pool, turn_cap=turn_cap)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python play.py", description=__doc__)
+    p.add_argument("checkpoint", help="a model_<run>_<epoch>.pt file: the agent")
+    p.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat (default 0)")
+    p.add_argument("--deck", help="your deck (default: dealt at random)")
+    p.add_argument("--seed", type=int, default=0, help="deals and the agent's sampling (default 0)")
+    p.add_argument("--games", type=int, default=1, help="games to play (default 1)")
+    p.add_argument("--reveal", action="store_true", help="show the agent's hand")
+    p.add_argument("--opponent", help="watch the agent play greedy | random | another checkpoint, instead of you")
+    args = p.parse_args(argv)
+    if args.games < 1 or args.seed < 0:
+        p.error("--games must be >= 1 and --seed >= 0")
+    if args.opponent is not None and args.opponent not in BOTS and not Path(args.opponent).is_file():
+        raise CheckpointError(f"--opponent {args.opponent}: neither a bot ({', '.join(BOTS)}) nor a checkpoint file")
+    return args
+
+
+@entry_point("play")
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    console = Console()
+    try:
+        results = play(args, console, input)
+    except (EOFError, KeyboardInterrupt):
+        console.print("\nleft the game")
+        return 0
+    wins, draws, losses = results.count(1), results.count(0), results.count(-1)
+    who = "you" if args.opponent is None else args.opponent
+    console.print(f"{len(results)} game(s): the agent won {wins}, {who} won {losses}, {draws} drawn")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""Playing a checkpoint in the terminal: a whole game driven by scripted input (wrong answers
+re-asked), leaving at the end of input, watching the agent play a bot, actions in words, and
+bad input refused with one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tcgleague import train as train_cli
+from tcgleague.engine.cards import load_card_pool
+from tcgleague.env import TCGEnv
+from tcgleague.layout import legal_actions
+from tcgleague.play import describe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("play")
+    argv = ["--config", "configs/smoke.ini", "--train.total-timesteps", "512", "--train.eval-interval", "0"]
+    assert train_cli.main([*argv, "--base.experiments-dir", str(base)]) == 0
+    (path,) = base.glob("*/model_smoke_000001.pt")
+    return path
+
+
+def play(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "play.py", *args], cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_a_whole_game_with_scripted_input_reasks_wrong_answers_and_ends_with_the_result(checkpoint):
+    proc = play(str(checkpoint), "--seed", "2", "--deck", "ember", stdin="x\n0\n" + "1\n" * 600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    assert "enter a number from 1 to 2 (got 'x')" in out and "enter a number from 1 to 2 (got '0')" in out
+    assert "hand:" in out and "cards (hidden)" in out, "the agent's hand is hidden"
+    assert "1. pass (end turn / decline)" in out and "agent: " in out and "(top: " in out
+    assert "game 1: " in out and "1 game(s): the agent won" in out
+
+
+def test_the_end_of_input_leaves_cleanly(checkpoint):
+    proc = play(str(checkpoint), "--seed", "3", "--reveal", stdin="1\n")
+    assert proc.returncode == 0 and "left the game" in proc.stdout
+    assert "cards (hidden)" not in proc.stdout, "--reveal shows the agent's hand"
+    assert "Traceback" not in proc.stderr
+
+
+def test_watching_the_agent_play_greedy(checkpoint):
+    proc = play(str(checkpoint), "--opponent", "greedy", "--games", "2", "--seed", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "greedy: " in proc.stdout and "agent: " in proc.stdout and "your move" not in proc.stdout
+    assert "game 2: " in proc.stdout and "2 game(s): the agent won" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["missing.pt"], "play: checkpoint refused: checkpoint missing.pt not found"),
+        (["--deck", "lava"], "play: bad argument: --deck 'lava': not a deck (decks: ember, tide, grove, shade)"),
+        (["--opponent", "nobody"], "play: checkpoint refused: --opponent nobody: neither a bot"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(checkpoint, args, message):
+    argv = args if args[0].endswith(".pt") else [str(checkpoint), *args]
+    proc = play(*argv)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_actions_are_described_with_card_names_and_places():
+    env = TCGEnv(num_games=1, seed=5)
+    obs, _ = env.reset(5)
+    cards = load_card_pool()
+    words = []
+    actions = np.zeros((2, 4), dtype=np.int32)
+    for _ in range(60):  # into the main phase, where plays and attacks are legal
+        row = int(np.flatnonzero(env.masks)[0])
+        legal, count = legal_actions(obs[row][None])
+        words += [describe(legal[0, i], obs[row], cards) for i in range(int(count[0]))]
+        actions[row] = legal[0, int(count[0]) - 1]  # the last legal action: plays and attacks come late
+        obs, *_ = env.step(actions)
+    plays = [w for w in words if w.startswith("play your hand ")]
+    assert plays and all(": " in w and not w.endswith(": -") for w in plays), plays[:3]
+    assert any(w.startswith("attack with your ") and "-> enemy " in w for w in words), words[:20]
+    hand_cards = {name for w in plays for name in [w.split(": ", 1)[1].split(" into ")[0]]}
+    assert hand_cards <= {cards.name(c) for c in cards.cards}
