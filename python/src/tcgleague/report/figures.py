@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -156,13 +157,17 @@ def ratings(run: RunData) -> Figure | None:
     if not keys:
         return None
     fig, ax = new_figure()
-    for key in keys:
-        who = key.removeprefix("league/rating_mu/")
-        steps, mu = run.series(key)
+    ids = [k.removeprefix("league/rating_mu/") for k in keys]
+    members = [who for who in ids if who not in BOTS]
+    shades = colormaps["viridis"](np.linspace(0.0, 0.9, max(1, len(members))))  # oldest dark, newest light
+    for who in ids:
+        steps, mu = run.series(f"league/rating_mu/{who}")
         _, sigma = run.series(f"league/rating_sigma/{who}")
         mu, sigma = np.array(mu), np.array(sigma[: len(mu)])
-        ax[0, 0].plot(steps, mu, label=who)
-        ax[0, 0].fill_between(steps, mu - 3 * sigma, mu + 3 * sigma, alpha=0.08)
+        bot = who in BOTS
+        color = "black" if bot else shades[members.index(who)]
+        ax[0, 0].plot(steps, mu, label=who, color=color, ls="--" if bot else "-")
+        ax[0, 0].fill_between(steps, mu - 3 * sigma, mu + 3 * sigma, alpha=0.06, color=color)
     for k, step in enumerate(promotion_steps(run)):
         ax[0, 0].axvline(step, color="black", lw=0.8, ls=":", label="promotion" if k == 0 else None)
     steps_axis(ax[0, 0], "ratings: OpenSkill mu, band mu +- 3 sigma")

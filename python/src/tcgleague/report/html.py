@@ -23,7 +23,13 @@ td, th { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }
 
 
 def save_png(fig, path: Path) -> None:
-    atomic_write(path, lambda f: fig.savefig(f, format="png"))
+    write_readable(path, lambda f: fig.savefig(f, format="png"))
+
+
+def write_readable(path: Path, write) -> None:
+    """An atomic write, then readable by all like any web page (temp files are created private)."""
+    atomic_write(path, write)
+    path.chmod(0o644)
 
 
 def figure_section(spec: FigureSpec, run: RunData, out: Path) -> str:
@@ -86,5 +92,5 @@ def write_report(run: RunData, out: Path) -> Path:
         f"<style>{STYLE}</style></head>\n<body>\n" + "\n".join(parts) + "\n</body></html>\n"
     )
     path = out / REPORT_FILE
-    atomic_write(path, lambda f: f.write(page.encode("utf-8")))
+    write_readable(path, lambda f: f.write(page.encode("utf-8")))
     return path
