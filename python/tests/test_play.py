@@ -10,12 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from tcgleague import train as train_cli
 from tcgleague.engine.cards import load_card_pool
 from tcgleague.env import TCGEnv
 from tcgleague.layout import legal_actions
-from tcgleague.play import describe
+from tcgleague.play import action_probabilities, agent_actor, describe
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -92,3 +93,40 @@ def test_actions_are_described_with_card_names_and_places():
     assert any(w.startswith("attack with your ") and "-> enemy " in w for w in words), words[:20]
     hand_cards = {name for w in plays for name in [w.split(": ", 1)[1].split(" into ")[0]]}
     assert hand_cards <= {cards.name(c) for c in cards.cards}
+
+
+def test_the_agents_shown_probabilities_are_its_sampling_distribution(checkpoint):
+    agent, _ = agent_actor(str(checkpoint), seed=0, name="agent")
+    env = TCGEnv(num_games=1, seed=4)
+    obs, _ = env.reset(4)
+    actions = np.zeros((2, 4), dtype=np.int32)
+    for _ in range(12):
+        row = int(np.flatnonzero(env.masks)[0])
+        d = agent.decide(torch.as_tensor(obs[row][None]), torch.tensor([row]))
+        probs = action_probabilities(agent, obs[row], d.state_h, d.state_c)
+        legal, count = legal_actions(obs[row][None])
+        chosen = [i for i in range(int(count[0])) if (legal[0, i] == d.actions[0].numpy()).all()]
+        assert len(probs) == int(count[0]) and probs.sum() == pytest.approx(1.0, abs=1e-5)
+        assert probs[chosen[0]] == pytest.approx(float(d.logprob[0].exp()), rel=1e-5)
+        actions[row] = d.actions[0].numpy()
+        obs, *_ = env.step(actions)
+
+
+def test_the_agents_alternatives_never_name_cards_it_keeps_in_hand():
+    env = TCGEnv(num_games=1, seed=5)
+    obs, _ = env.reset(5)
+    cards = load_card_pool()
+    row = int(np.flatnonzero(env.masks)[0])
+    legal, count = legal_actions(obs[row][None])
+    for _ in range(40):
+        plays = [i for i in range(int(count[0])) if legal[0, i, 0] == 2]  # action type "play"
+        if plays:
+            break
+        actions = np.zeros((2, 4), dtype=np.int32)
+        actions[row] = legal[0, 0]
+        obs, *_ = env.step(actions)
+        row = int(np.flatnonzero(env.masks)[0])
+        legal, count = legal_actions(obs[row][None])
+    hidden = describe(legal[0, plays[0]], obs[row], cards, "its", hide_hand=True)
+    shown = describe(legal[0, plays[0]], obs[row], cards, "its")
+    assert hidden.startswith("play its hand ") and ":" not in hidden and ": " in shown

@@ -13,9 +13,9 @@ import pytest
 
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague import train as train_cli
-from tcgleague.report import REPORT_FILE, load_run, write_report
+from tcgleague.report import REPORT_FILE, RunData, load_run, write_report
 from tcgleague.report import __main__ as report_cli
-from tcgleague.report.figures import PIXELS
+from tcgleague.report.figures import PIXELS, payoff, payoff_ids
 from wandb_records import read_wandb_records
 
 SMOKE = ["--config", "configs/smoke.ini", "--train.eval-interval", "1"]
@@ -148,3 +148,24 @@ def test_evaluate_checkpoint_logs_its_report_to_wandb(league_run, monkeypatch):
     assert png_size(image) == PIXELS
     rows = json.loads(table.read_text())["data"]
     assert any(r[0].startswith("per_seat seat0") for r in rows) and any(r[0].startswith("deck ") for r in rows)
+
+
+def test_the_payoff_heatmap_reads_rows_as_the_first_id_vs_the_second():
+    league = {"payoff": [["e1", "greedy", 3.0, 0.0, 4.0], ["greedy", "e1", 1.0, 0.0, 4.0]], "members": []}
+    run = RunData(Path("run"), [{"global_step": 1}], league)
+    fig = payoff(run)
+    ids = payoff_ids(league)
+    rates = fig.axes[0].images[0].get_array()
+    assert ids == ["greedy", "e1"]
+    assert rates[ids.index("e1"), ids.index("greedy")] == 0.75 and rates[ids.index("greedy"), ids.index("e1")] == 0.25
+
+
+def test_series_line_up_when_a_key_is_missing_in_some_epochs():
+    rows = [
+        {"global_step": 1, "league/rating_mu/e1": 25.0, "league/rating_sigma/e1": 8.0},
+        {"global_step": 2, "league/rating_mu/e1": 26.0},
+        {"global_step": 3, "league/rating_mu/e1": 27.0, "league/rating_sigma/e1": 6.0},
+    ]
+    run = RunData(Path("run"), rows, None)
+    assert run.series("league/rating_mu/e1", "league/rating_sigma/e1") == ([1.0, 3.0], [25.0, 27.0], [8.0, 6.0])
+    assert run.series("league/rating_mu/e1")[1] == [25.0, 26.0, 27.0]

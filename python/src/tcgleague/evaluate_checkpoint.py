@@ -46,6 +46,14 @@ def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = Non
     return TCGSampler.from_params(params)
 
 
+def checkpoint_turn_cap(loaded: LoadedCheckpoint) -> int:
+    """The turn cap the checkpoint's run played with (its games are judged at the same cap)."""
+    turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", DEFAULT_TURN_CAP)
+    if isinstance(turn_cap, bool) or not isinstance(turn_cap, int) or turn_cap < 1:
+        raise CheckpointError(f"checkpoint {loaded.path} is damaged: field config.env.turn_cap: {turn_cap!r}")
+    return turn_cap
+
+
 def evaluate_loaded(
     loaded: LoadedCheckpoint,
     opponent: str,
@@ -70,9 +78,7 @@ def evaluate_loaded(
         other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log)
         opp = policy_side(other.policy.eval(), checkpoint_sampler(other), seed + 1, name=str(other.path))
         opp_info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
-    turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", DEFAULT_TURN_CAP)
-    if isinstance(turn_cap, bool) or not isinstance(turn_cap, int) or turn_cap < 1:
-        raise CheckpointError(f"checkpoint {loaded.path} is damaged: field config.env.turn_cap: {turn_cap!r}")
+    turn_cap = checkpoint_turn_cap(loaded)
     start = time.perf_counter()
     report = play_match(learner, opp, episodes, seed, parallel=parallel, turn_cap=turn_cap)
     out = report.summary()
@@ -174,11 +180,11 @@ def parse_args(argv):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     output_file(args.json, "--json")
-    if args.wandb and not os.access(Path(args.checkpoint).resolve().parent, os.W_OK):
-        raise ArgumentError(f"--wandb: the checkpoint's directory {Path(args.checkpoint).parent} is not writable")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict)
+    if args.wandb and not os.access(loaded.path.resolve().parent, os.W_OK):
+        raise ArgumentError(f"--wandb: the checkpoint's directory {loaded.path.parent} is not writable")
     report = evaluate_loaded(
         loaded, args.opponent, args.episodes, args.seed, args.argmax, args.temperature, args.parallel, args.strict
     )

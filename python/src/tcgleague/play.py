@@ -1,6 +1,7 @@
 """`python -m tcgleague.play CKPT [--deck NAME] [--seat 0|1] [--seed S] [--games N] [--reveal]`:
-play a checkpoint in the terminal. The board is drawn each turn, your legal actions are a
-numbered list in words, and the agent's move is shown with its most likely alternatives.
+play a checkpoint in the terminal. The board is drawn at each of your decisions, your legal
+actions are a numbered list in words, and the agent's move is shown with its most likely
+alternatives (cards still in its hand unnamed, unless --reveal).
 `--opponent greedy|random|CKPT` instead watches the agent play that opponent, move by move.
 Ctrl-C or the end of input leaves cleanly. The checkpoint loads through the validated path
 evaluate_checkpoint uses."""
@@ -15,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 
 from .actors import PolicyActor
@@ -24,8 +26,8 @@ from .engine import LAYOUT
 from .engine.cards import CardPool, load_card_pool
 from .env import TCGEnv
 from .errors import ArgumentError, entry_point
-from .evaluate_checkpoint import checkpoint_sampler
-from .layout import ACTION_WIDTH, DEFAULT_TURN_CAP, DRAW, legal_actions
+from .evaluate_checkpoint import checkpoint_sampler, checkpoint_turn_cap
+from .layout import ACTION_WIDTH, DRAW, legal_actions
 
 ACTION_NAMES = {code: name for name, code in LAYOUT["action_types"].items()}
 GROUPS = sorted(LAYOUT["entity_groups"].items(), key=lambda kv: kv[1])  # (name, first entity), in order
@@ -35,9 +37,10 @@ TOP_K = 3  # the agent's alternatives shown with its move
 
 
 # ---- actions in words ----------------------------------------------------------------------------
-def entity_name(entity: int, obs_row: np.ndarray, cards: CardPool, mine: str = "your") -> str:
+def entity_name(entity: int, obs_row: np.ndarray, cards: CardPool, mine: str = "your", hide_hand: bool = False) -> str:
     """'your hand 2: Fireball', 'enemy front 1: Cinder Imp', 'enemy leader: Pyra' (1-based;
-    `mine` words the deciding seat's own side: "your" for you, "its" for the agent)."""
+    `mine` words the deciding seat's own side: "your" for you, "its" for the agent; with
+    `hide_hand` a card still in that hand is not named)."""
     if entity >= LAYOUT["n_entities"]:
         return ""
     group, first = max((g for g in GROUPS if g[1] <= entity), key=lambda g: g[1])
@@ -45,17 +48,23 @@ def entity_name(entity: int, obs_row: np.ndarray, cards: CardPool, mine: str = "
     where = f"{mine if owner == 'my' else 'enemy'} {place}"
     if place != "leader":
         where += f" {entity - first + 1}"
+    if hide_hand and group == "my_hand":
+        return where
     card = int(obs_row[ENTITY].reshape(LAYOUT["n_entities"], -1)[entity, CARD_FEATURE])
     return f"{where}: {cards.name(card)}"
 
 
-def describe(action: np.ndarray, obs_row: np.ndarray, cards: CardPool, mine: str = "your") -> str:
+def describe(
+    action: np.ndarray, obs_row: np.ndarray, cards: CardPool, mine: str = "your", hide_hand: bool = False
+) -> str:
     """One legal (type, a, b, c) tuple in words, from the deciding seat's own observation."""
     kind, a, b, c = (int(x) for x in action)
     name = ACTION_NAMES[kind]
-    source, target = entity_name(a, obs_row, cards, mine), entity_name(b, obs_row, cards, mine)
+    source = entity_name(a, obs_row, cards, mine, hide_hand)
+    target = entity_name(b, obs_row, cards, mine, hide_hand)
     if name == "play":
-        where = f" into {'front' if c < LAYOUT['front_slots'] else 'back'} slot {c % LAYOUT['front_slots'] + 1}"
+        front = LAYOUT["front_slots"]
+        where = f" into front slot {c + 1}" if c < front else f" into back slot {c - front + 1}"
         return f"play {source}" + (where if c != LAYOUT["none_slot"] else "")
     if name == "attack":
         return f"attack with {source} -> {target}"
@@ -95,21 +104,22 @@ def agent_actor(path: str, seed: int, name: str) -> tuple[PolicyActor, int]:
     loaded = load_checkpoint(path, policy_config=None)
     generator = torch.Generator().manual_seed(seed)
     actor = PolicyActor(loaded.policy.eval(), checkpoint_sampler(loaded), 2, generator, name=name)
-    turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", DEFAULT_TURN_CAP)
-    return actor, int(turn_cap)
+    return actor, checkpoint_turn_cap(loaded)
 
 
-def agent_move(actor: PolicyActor, obs: np.ndarray, row: int, cards: CardPool, console: Console, label: str):
-    """The agent's action for `row`, printed with its top alternatives."""
+def agent_move(
+    actor: PolicyActor, obs: np.ndarray, row: int, cards: CardPool, console: Console, label: str, hide_hand: bool
+):
+    """The agent's action for `row`, printed with its top alternatives (with `hide_hand`, cards
+    it keeps in hand are not named: the move it makes reveals only the card it plays)."""
     d = actor.decide(torch.as_tensor(obs[row][None], device=actor.device), torch.tensor([row], device=actor.device))
     action = d.actions[0].cpu().numpy().astype(np.int32)
     probs = action_probabilities(actor, obs[row], d.state_h, d.state_c)
     legal, _ = legal_actions(obs[row][None])
     top = np.argsort(-probs)[:TOP_K]
-    alternatives = ", ".join(f"{describe(legal[0, i], obs[row], cards, 'its')} {probs[i]:.0%}" for i in top)
-    console.print(
-        f"[bold]{label}[/bold]: {describe(action, obs[row], cards, 'its')}   [dim](top: {alternatives})[/dim]"
-    )
+    alternatives = ", ".join(f"{describe(legal[0, i], obs[row], cards, 'its', hide_hand)} {probs[i]:.0%}" for i in top)
+    move = escape(describe(action, obs[row], cards, "its"))
+    console.print(f"[bold]{label}[/bold]: {move}   [dim](top: {escape(alternatives)})[/dim]")
     return action
 
 
@@ -117,12 +127,12 @@ def human_move(obs_row: np.ndarray, cards: CardPool, console: Console, read: Cal
     legal, count = legal_actions(obs_row[None])
     n = int(count[0])
     for i in range(n):
-        console.print(f"  {i + 1:>3}. {describe(legal[0, i], obs_row, cards)}")
+        console.print(f"  {i + 1:>3}. {describe(legal[0, i], obs_row, cards)}", markup=False)
     while True:
         answer = read(f"your move [1-{n}]: ").strip()
         if answer.isdigit() and 1 <= int(answer) <= n:
             return legal[0, int(answer) - 1].astype(np.int32)
-        console.print(f"enter a number from 1 to {n} (got {answer!r})")
+        console.print(f"enter a number from 1 to {n} (got {answer!r})", markup=False)
 
 
 def board_text(env: TCGEnv, hidden_seat: int | None) -> str:
@@ -155,19 +165,21 @@ def play(args: argparse.Namespace, console: Console, read: Callable[[str], str])
     obs, _ = env.reset(args.seed)
     results: list[int] = []
     actions = np.zeros((2, ACTION_WIDTH), dtype=np.int32)
+    human = opponent is None
     while len(results) < args.games:
         row = int(np.flatnonzero(env.masks)[0])
         if row % 2 == me:
             if opponent is None:
-                console.print(Panel(board_text(env, None if args.reveal else 1 - me), title=f"game {len(results) + 1}"))
+                board = escape(board_text(env, None if args.reveal else 1 - me))
+                console.print(Panel(board, title=f"game {len(results) + 1}"))
                 actions[row] = human_move(obs[row], cards, console, read)
             elif isinstance(opponent, PolicyActor):
-                actions[row] = agent_move(opponent, obs, row, cards, console, "opponent")
+                actions[row] = agent_move(opponent, obs, row, cards, console, "opponent", hide_hand=False)
             else:
                 actions[row] = opponent.act(obs, np.array([row]))[0]
-                console.print(f"[bold]{args.opponent}[/bold]: {describe(actions[row], obs[row], cards, 'its')}")
+                console.print(f"[bold]{args.opponent}[/bold]: {escape(describe(actions[row], obs[row], cards, 'its'))}")
         else:
-            actions[row] = agent_move(agent, obs, row, cards, console, "agent")
+            actions[row] = agent_move(agent, obs, row, cards, console, "agent", hide_hand=human and not args.reveal)
         obs, _, terminals, truncations, infos = env.step(actions)
         if terminals[0] or truncations[0]:
             winner = infos[0]["winner"]

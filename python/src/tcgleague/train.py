@@ -96,28 +96,32 @@ def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path | 
     return write
 
 
-def epoch_end_writer(run_dir: Path, report_every: int, logger: RunLogger) -> Callable[[Trainer, bool], None]:
+def epoch_end_writer(
+    run_dir: Path, report_every: int, logger: RunLogger, candidates: float | None
+) -> Callable[[Trainer, bool], None]:
     """The trainer's epoch_end_fn on rank 0: the run's report at the end (and every
-    `report_every` epochs), and with W&B the league panels after each candidate evaluation. Both
+    `report_every` epochs), and with W&B the league panels after each candidate evaluation
+    (`candidates`: the league's count when training starts, a resumed run's included). Both
     are drawn from the run directory; one that fails is a warning, never the end of the run."""
-    seen = {"candidates": None}
+    seen = {"candidates": candidates}
 
     def after_epoch(trainer: Trainer, last: bool) -> None:
-        candidates = trainer.last_metrics.get("league/candidates")
-        evaluated = candidates is not None and candidates != seen["candidates"] and candidates > 0
-        seen["candidates"] = candidates
+        count = trainer.last_metrics.get("league/candidates")
+        evaluated = count is not None and count != seen["candidates"]
+        seen["candidates"] = count
         report_due = last or (report_every > 0 and trainer.epoch % report_every == 0)
         panels_due = evaluated and logger.wandb_run is not None
         if not (report_due or panels_due):
             return
+        what = "report" if report_due else "W&B league panels"
         try:
             run = load_run(run_dir)
             if report_due:
                 write_report(run, run_dir / "report")
+            what = "W&B league panels"
             if panels_due:
                 logger.log_panels(league_panels(run), trainer.global_step)
         except Exception as err:  # a plotting failure must not lose the run
-            what = "report" if report_due else "W&B league panels"
             print(f"[report] WARNING: the {what} could not be written: {type(err).__name__}: {err}", file=sys.stderr)
 
     return after_epoch
@@ -209,7 +213,10 @@ def run(args: argparse.Namespace, cfg: Config, dist: Dist) -> int:
         if loaded is not None:
             apply_resume(trainer, loaded, options, log=rank_log(dist))
         started = True
-        after_epoch = epoch_end_writer(run_dir, args.report_every, logger) if dist.is_main else None
+        after_epoch = None
+        if dist.is_main:
+            candidates = trainer.opponents.metrics().get("league/candidates")
+            after_epoch = epoch_end_writer(run_dir, args.report_every, logger, candidates)
         trainer.train(checkpoint_fn=checkpoint_writer(run_dir, cfg), epoch_end_fn=after_epoch)
     except UserInputError:
         refused = not started

@@ -20,10 +20,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--eval",
         type=Path,
-        nargs="*",
+        action="append",
         default=[],
         metavar="FILE",
-        help="evaluate_checkpoint --json reports to include (those in RUN_DIR are found by themselves)",
+        help="an evaluate_checkpoint --json report to include (repeatable; those in RUN_DIR are found by themselves)",
     )
     return p.parse_args(argv)
 

@@ -22,10 +22,12 @@ class RunData:
     league: dict | None  # the league state file, None for a self-play run
     evaluations: dict[str, dict] = field(default_factory=dict)  # file stem -> evaluate_checkpoint report
 
-    def series(self, key: str) -> tuple[list[float], list[float]]:
-        """(global steps, values) of a metric over the run, skipping epochs without it (or null)."""
-        pairs = [(m["global_step"], m[key]) for m in self.metrics if m.get(key) is not None]
-        return [p[0] for p in pairs], [float(p[1]) for p in pairs]
+    def series(self, *keys: str) -> tuple[list[float], ...]:
+        """(global steps, values of each key) over the epochs that have every one of `keys`
+        (non-null), so the lists always line up."""
+        rows = [m for m in self.metrics if all(m.get(k) is not None for k in keys)]
+        steps = [float(m["global_step"]) for m in rows]
+        return (steps, *([float(m[k]) for m in rows] for k in keys))
 
     def keys(self, prefix: str) -> list[str]:
         """Every metric name starting with `prefix`, in order of first appearance."""
@@ -74,14 +76,26 @@ def load_run(run_dir: Path, evaluation_files: list[Path] = ()) -> RunData:
     metrics_path = run_dir / METRICS_FILE
     if not metrics_path.is_file():
         raise ArgumentError(f"{run_dir}: not a run directory (no {METRICS_FILE} in it)")
-    evaluations = {}
+    evaluations = {}  # named by the path relative to the run directory (or as given): names never collide
     for path in [*sorted(run_dir.glob("*.json")), *sorted(run_dir.glob("evaluations/*.json"))]:
         report = read_evaluation(path)
         if report is not None:
-            evaluations[path.stem] = report
+            evaluations[str(path.relative_to(run_dir).with_suffix(""))] = report
     for path in evaluation_files:
         report = read_evaluation(Path(path))
         if report is None:
             raise ArgumentError(f"--eval {path}: not an evaluate_checkpoint --json report")
-        evaluations[Path(path).stem] = report
+        evaluations[str(Path(path).with_suffix(""))] = report
     return RunData(run_dir, read_metrics(metrics_path), read_league(run_dir), evaluations)
+
+
+# ---- the league's promotion decisions, as the HTML table and the W&B table show them -------------
+DECISION_COLUMNS = ("candidate", "decision", "champion before", "vs champion W-L-D", "vs baselines W-L-D", "why")
+
+
+def decision_cells(d: dict) -> list[str]:
+    """One promotion decision (promotion.Decision, as the league state file holds it) as table cells."""
+    baselines = ", ".join(f"{bot} {w}-{lost}-{dr}" for bot, (w, lost, dr) in (d.get("vs_baselines") or {}).items())
+    vs_champion = "-".join(str(x) for x in d["vs_champion"]) if d.get("vs_champion") else ""
+    verdict = "promoted" if d["promoted"] else "rejected"
+    return [d["candidate"], verdict, d.get("champion_before") or "", vs_champion, baselines, d["reason"]]

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 
 from ..bots import BOTS
 from ..league.matchmaking import LEARNER
-from ..scoring import wilson_interval
+from ..scoring import score, wilson_interval
 from .data import RunData
 
 FIGURE_SIZE = (9.6, 5.4)  # inches
@@ -109,7 +109,7 @@ def evaluation(run: RunData) -> Figure | None:
 def payoff_ids(league: dict) -> list[str]:
     """Heatmap order: the learner, the bots, then members oldest first (who the payoff knows)."""
     known = {row[0] for row in league["payoff"]} | {row[1] for row in league["payoff"]}
-    members = [m["id"] for m in sorted(league["members"], key=lambda m: m["order"])]
+    members = [m["id"] for m in sorted(league.get("members", []), key=lambda m: m["order"])]
     ordered = [LEARNER, *BOTS, *members]
     return [i for i in ordered if i in known] + sorted(known - set(ordered))
 
@@ -121,9 +121,9 @@ def payoff(run: RunData) -> Figure | None:
     ids = payoff_ids(run.league)
     index = {who: i for i, who in enumerate(ids)}
     rates = np.full((len(ids), len(ids)), np.nan)
-    for a, b, wins, draws, games in run.league["payoff"]:
+    for a, b, wins, draws, games in run.league["payoff"]:  # ratings.Payoff rows: a's decayed results vs b
         if games > 0:
-            rates[index[a], index[b]] = (wins + 0.5 * draws) / games
+            rates[index[a], index[b]] = score(wins, draws) / games
     fig, ax = new_figure()
     heatmap(ax[0, 0], rates, ids, ids, "decayed payoff: row's win rate vs column")
     return fig
@@ -161,9 +161,8 @@ def ratings(run: RunData) -> Figure | None:
     members = [who for who in ids if who not in BOTS]
     shades = colormaps["viridis"](np.linspace(0.0, 0.9, max(1, len(members))))  # oldest dark, newest light
     for who in ids:
-        steps, mu = run.series(f"league/rating_mu/{who}")
-        _, sigma = run.series(f"league/rating_sigma/{who}")
-        mu, sigma = np.array(mu), np.array(sigma[: len(mu)])
+        steps, mu, sigma = run.series(f"league/rating_mu/{who}", f"league/rating_sigma/{who}")
+        mu, sigma = np.array(mu), np.array(sigma)
         bot = who in BOTS
         color = "black" if bot else shades[members.index(who)]
         ax[0, 0].plot(steps, mu, label=who, color=color, ls="--" if bot else "-")
@@ -204,8 +203,11 @@ def evaluation_tables(report: dict) -> Figure:
     else:
         ax[0, 0].set_title("no deck pairs in this report (evaluated before they were recorded)", fontsize=9)
     sides = {**report.get("per_seat", {}), **report.get("per_turn_order", {})}
-    names = list(sides)
-    heatmap(ax[0, 1], np.array([[sides[n]["winrate"]] for n in names]), names, ["win rate"], "seat, turn order")
+    if sides:
+        names = list(sides)
+        heatmap(ax[0, 1], np.array([[sides[n]["winrate"]] for n in names]), names, ["win rate"], "seat, turn order")
+    else:
+        ax[0, 1].set_title("no seat or turn-order results in this report", fontsize=9)
     checkpoint = Path(str(report.get("checkpoint", "?"))).name
     fig.suptitle(f"{checkpoint} vs {Path(str(report['opponent'])).name}: win rate {report['winrate']:.3f}", fontsize=9)
     return fig

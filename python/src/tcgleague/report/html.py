@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from ..atomic import atomic_write
-from .data import RunData
+from .data import DECISION_COLUMNS, RunData, decision_cells
 from .figures import LEAGUE, TRAINING, FigureSpec, evaluation_tables
 
 REPORT_FILE = "report.html"
@@ -38,17 +38,6 @@ def figure_section(spec: FigureSpec, run: RunData, out: Path) -> str:
         return f'<p class="missing">{html.escape(spec.title)}: no data in this run.</p>'
     save_png(fig, out / f"{spec.name}.png")
     return f'<h3>{html.escape(spec.title)}</h3>\n<img src="{spec.name}.png" alt="{html.escape(spec.title)}">'
-
-
-DECISION_COLUMNS = ("candidate", "decision", "champion before", "vs champion W-L-D", "vs baselines W-L-D", "why")
-
-
-def decision_cells(d: dict) -> list[str]:
-    """One promotion decision (promotion.Decision, as the league state file holds it) as table cells."""
-    baselines = ", ".join(f"{bot} {w}-{lost}-{dr}" for bot, (w, lost, dr) in (d.get("vs_baselines") or {}).items())
-    vs_champion = "-".join(str(x) for x in d["vs_champion"]) if d.get("vs_champion") else ""
-    verdict = "promoted" if d["promoted"] else "rejected"
-    return [d["candidate"], verdict, d.get("champion_before") or "", vs_champion, baselines, d["reason"]]
 
 
 def decisions_table(league: dict) -> str:

@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from ..logger import resolve_wandb_mode
-from .data import RunData
+from .data import DECISION_COLUMNS, RunData, decision_cells
 from .figures import evaluation_tables, payoff
-from .html import DECISION_COLUMNS, decision_cells
+
+RATING_POINTS = 200
 
 
 def pixels(fig) -> np.ndarray:
@@ -34,11 +35,15 @@ def league_panels(run: RunData) -> dict[str, Any]:
         rows = [decision_cells(d) for d in run.league.get("decisions", [])]
         panels["league/decisions"] = wandb.Table(columns=list(DECISION_COLUMNS), data=rows)
     members = [k.removeprefix("league/rating_mu/") for k in run.keys("league/rating_mu/")]
-    if members:
-        steps = [m["global_step"] for m in run.metrics]
-        ys = [[m.get(f"league/rating_mu/{who}") for m in run.metrics] for who in members]
+    if members:  # each id over the epochs it was rated, at most RATING_POINTS points (W&B caps a table's rows)
+        series = [run.series(f"league/rating_mu/{who}") for who in members]
+        thin = [slice(None, None, max(1, -(-len(steps) // RATING_POINTS))) for steps, _ in series]
         panels["league/ratings"] = wandb.plot.line_series(
-            xs=steps, ys=ys, keys=members, title="OpenSkill mu per member", xname="global step"
+            xs=[steps[t] for (steps, _), t in zip(series, thin)],
+            ys=[mu[t] for (_, mu), t in zip(series, thin)],
+            keys=members,
+            title="OpenSkill mu per member",
+            xname="global step",
         )
     return panels
 
