@@ -1,0 +1,80 @@
+"""Emberfront as the single-agent gymnasium env a peer trainer expects (`bench peer`): the
+agent plays one seat of one game, a bot (greedy by default) plays the other inside `step`.
+
+Actions are indices into the observation's legal list (`Discrete(MAX_LEGAL)`), with
+`action_masks()` marking the valid ones (sb3-contrib's MaskablePPO reads it). An index past
+the legal count is refused, as the engine refuses an illegal tuple. The agent's seat
+alternates between games, so it learns both; the reward is the agent's row's, summed over the
+bot's moves in between (+1 / -1 at the end of a game; no shaping)."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+
+from ..bots import GREEDY, GreedyBot, RandomBot
+from ..env import TCGEnv, observation_space
+from ..layout import ACTION_WIDTH, COUNT, DEFAULT_TURN_CAP, MAX_LEGAL, legal_actions
+
+
+class VersusBot(gymnasium.Env):
+    metadata = {"render_modes": []}
+
+    def __init__(self, seed: int = 0, bot: str = GREEDY, turn_cap: int = DEFAULT_TURN_CAP):
+        super().__init__()
+        self.env = TCGEnv(num_games=1, seed=seed, turn_cap=turn_cap)
+        self.bot = GreedyBot(self.env) if bot == GREEDY else RandomBot(seed + 1)
+        self.observation_space = observation_space()
+        self.action_space = gymnasium.spaces.Discrete(MAX_LEGAL)
+        self.seed_value, self.games = seed, 0
+        self.seat = 0
+        self.obs = np.zeros((2, self.observation_space.shape[0]), dtype=np.float32)
+        self.actions = np.zeros((2, ACTION_WIDTH), dtype=np.int32)
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.seed_value, self.games = seed, 0
+        self.obs, _ = self.env.reset(self.seed_value + self.games)
+        self.seat = self.games % 2
+        self.games += 1
+        reward, done = self._bot_moves()
+        if done:  # the bot cannot end a game before the agent's first move; a guard, not a path
+            raise RuntimeError("the game ended before the agent's first decision")
+        return self.obs[self.seat].copy(), {}
+
+    def action_masks(self) -> np.ndarray:
+        return np.arange(MAX_LEGAL) < int(self.obs[self.seat, COUNT])
+
+    def step(self, index: int):
+        legal, count = legal_actions(self.obs[self.seat][None])
+        if not 0 <= int(index) < int(count[0]):
+            raise ValueError(f"action index {index} is not legal: {int(count[0])} legal actions")
+        reward, done = self._play(self.seat, legal[0, int(index)])
+        if not done:
+            more, done = self._bot_moves()
+            reward += more
+        return self.obs[self.seat].copy(), reward, done, False, {}
+
+    def _deciding_row(self) -> int:
+        return int(np.flatnonzero(self.env.masks)[0])
+
+    def _play(self, row: int, action: np.ndarray) -> tuple[float, bool]:
+        """One env step with `action` for `row`: the agent's reward, and whether the game ended."""
+        self.actions[:] = 0
+        self.actions[row] = action
+        obs, rewards, terminals, truncations, _ = self.env.step(self.actions)
+        done = bool(terminals[self.seat] or truncations[self.seat])
+        if not done:
+            self.obs = obs
+        return float(rewards[self.seat]), done
+
+    def _bot_moves(self) -> tuple[float, bool]:
+        """The bot plays until the agent decides or the game ends."""
+        reward = 0.0
+        while (row := self._deciding_row()) != self.seat:
+            gained, done = self._play(row, self.bot.act(self.obs, np.array([row]))[0])
+            reward += gained
+            if done:
+                return reward, True
+        return reward, False
