@@ -32,11 +32,11 @@ from .layout import ACTION_WIDTH, DRAW, OBS_SIZE, PASS
 from .logger import Dashboard, RunLogger
 from .match import bot_side, play_match, policy_side
 from .opponent_side import OpponentSide
-from .policy.tcg_policy import TCGPolicy, strip_compile_prefix, unwrap
+from .policy.tcg_policy import TCGPolicy, unwrap
 from .policy.tcg_sampler import TCGSampler
 from .ppo import PPOUpdater, UpdateSettings
-from .rng import global_state, restore_generator, set_global_state
 from .rollout import RolloutBuffer
+from .run_state import job_state, load_job_state
 from .transfer import StepTransfer
 from .vecenv import VecEnv
 
@@ -331,7 +331,6 @@ class Trainer:
                     f"{[d[:12] for d in digests]}"
                 )
             merged["dist/replicas_in_sync"] = 1.0
-        self.last_metrics = merged
         return merged, any(o for _, _, o in gathered)
 
     def checkpoint_due(self) -> bool:
@@ -343,142 +342,12 @@ class Trainer:
             )
         return self.epoch % t.checkpoint_interval == 0
 
-    # ---- run state -------------------------------------------------------------------------------
-    def rank_state(self) -> dict:
-        """What this rank alone holds: its games, its LSTM state, its sampling stream and its
-        opponent side's running state."""
-        return {
-            "run_state": {
-                "num_agents": int(self.env.num_agents),
-                "env": self.env.state_dict() if self.obs is not None else None,  # None: before the first rollout
-                "state_h": self.learner.state.h.detach().cpu().clone(),
-                "state_c": self.learner.state.c.detach().cpu().clone(),
-                "episode_start": torch.from_numpy(self.episode_start.copy()),
-                "actions": torch.from_numpy(self.actions.copy()),
-            },
-            "generator": self.generator.get_state(),
-            "generator_device": self.device.type,
-            "league": self.opponents.state_dict(),
-        }
-
+    # ---- run state (run_state.py) ----------------------------------------------------------------
     def state_dict(self) -> dict | None:
-        """Everything a checkpoint holds about this run (checkpoint/files.py adds format and
-        fingerprint). Every rank calls it at once: rank 0 gets the whole job's state (its own
-        rank state at the top level, as in a single process, and the other ranks' under
-        `dist.ranks`); the other ranks get None."""
-        gathered = self.dist.gather((self.rank_state(), weights_digest(unwrap(self.policy).state_dict())))
-        if gathered is None:
-            return None
-        ranks = [part for part, _ in gathered]
-        mine = ranks[0]
-        metrics = {  # the finite figures: a rolled-back update reports NaN losses
-            k: float(v) for k, v in self.last_metrics.items() if isinstance(v, (int, float)) and math.isfinite(v)
-        }
-        return {
-            "policy": strip_compile_prefix(unwrap(self.policy).state_dict()),
-            "policy_config": unwrap(self.policy).config.to_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "scheduler": self.scheduler.state_dict(),
-            "global_step": int(self.global_step),
-            "epoch": int(self.epoch),
-            "anneal_offset": int(self.anneal_offset),
-            "anneal": anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset),
-            "sampling_params": self.sampler.get_sampling_params(),
-            "rng": {**global_state(), "generator": mine["generator"], "generator_device": mine["generator_device"]},
-            "run_state": mine["run_state"],
-            "metrics": metrics,
-            "health": {
-                "entropy": metrics.get("sampler/rollout_entropy"),
-                "noop_rate": metrics.get("sampler/rollout_noop_rate"),
-            },
-            "league": mine["league"],
-            "dist": {
-                "world_size": len(ranks),
-                "ranks": {str(r): part for r, part in enumerate(ranks) if r > 0},
-                "weight_digests": [digest for _, digest in gathered],  # equal: the replicas are identical
-            },
-            "normalizer": None,  # no observation/reward normaliser exists (fixed feature scales)
-            "config": self.cfg.to_dict(),
-            "resumed_from": str(self.resumed_from) if self.resumed_from else None,
-        }
+        """Everything a checkpoint holds about this run; under torchrun every rank calls it at
+        once and rank 0 gets the whole job's state, the others None (run_state.job_state)."""
+        return job_state(self)
 
     def load_state_dict(self, state: dict, log=print) -> bool:
-        """Restores `state_dict()` in full: weights, optimizer, LR scheduler, counters, RNG
-        streams, and - when they fit this env - the running games with their LSTM state.
-        Returns whether the continuation is exact (the running games were restored)."""
-        unwrap(self.policy).load_state_dict(state["policy"], strict=True)
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.scheduler.load_state_dict(state["scheduler"])
-        self.global_step, self.epoch = int(state["global_step"]), int(state["epoch"])
-        self.anneal_offset = int(state.get("anneal_offset") or 0)
-        if "rng" in state:
-            set_global_state(state["rng"])
-        mine = self._rank_part(state, log)
-        if mine is None:  # another world size: fresh games and streams from this rank's seed
-            self.opponents.load_state_dict(state.get("league"), False, log)
-            return False
-        exact = self._load_run_state(mine["run_state"], log) if mine.get("run_state") is not None else False
-        if mine.get("generator") is not None:
-            self._load_generator(mine["generator"], mine.get("generator_device", "cpu"), log)
-        self.opponents.load_state_dict(mine.get("league"), exact, log)
-        return exact
-
-    def _rank_part(self, state: dict, log) -> dict | None:
-        """This rank's part of a checkpoint (rank_state()), or None when it was written by a job
-        of another world size: then only the shared state (weights, optimizer, step) applies."""
-        saved_world = int((state.get("dist") or {}).get("world_size", 1))
-        if saved_world != self.dist.world_size:
-            if self.dist.is_main:
-                log(
-                    f"[resume] WARNING: the checkpoint was written by {saved_world} rank(s), this job has "
-                    f"{self.dist.world_size}: weights, optimizer, LR scheduler and step are restored; every rank's "
-                    "env shard is re-seeded (fresh deals) and its sampling stream restarts from its seed (the "
-                    "continuation is not exact)"
-                )
-            return None
-        if self.dist.rank > 0:
-            return state["dist"]["ranks"][str(self.dist.rank)]
-        rng = state.get("rng") or {}
-        return {
-            "run_state": state.get("run_state"),
-            "generator": rng.get("generator"),
-            "generator_device": rng.get("generator_device", "cpu"),
-            "league": state.get("league"),
-        }
-
-    def _load_generator(self, saved: torch.Tensor, saved_device: str, log) -> None:
-        """The rollout generator's stream; one saved on another kind of device (a CPU run resumed
-        on a GPU) has another state format, so that stream restarts from the seed, with a warning."""
-        if restore_generator(self.generator, saved, self.seed):
-            return
-        log(
-            f"[resume] WARNING: the checkpoint's sampling stream was saved on {saved_device}, "
-            f"this run is on {self.device.type}: it restarts from seed {self.seed} (the continuation is "
-            "not exact)"
-        )
-
-    def _load_run_state(self, run: dict, log) -> bool:
-        """Engine, env buffers, LSTM state and episode flags; False (with a warning) if they do not fit."""
-        fresh = "games restart from fresh deals (the continuation is not exact)"
-        if run["num_agents"] != self.env.num_agents:
-            log(
-                f"[resume] WARNING: the checkpoint ran {run['num_agents']} rows, this run {self.env.num_agents}: "
-                f"{fresh}"
-            )
-            return False
-        if run["env"] is None:
-            log(
-                "[resume] WARNING: the checkpoint holds no engine state (saved before the first rollout or from the "
-                f"multiprocessing backend): {fresh}"
-            )
-            return False
-        try:
-            self.obs = self.env.load_state_dict(run["env"], self.seed)
-        except ValueError as err:
-            self.obs = None
-            log(f"[resume] WARNING: engine state not restored ({err}): {fresh}")
-            return False
-        self.learner.state.load_state_dict({"h": run["state_h"], "c": run["state_c"]})
-        self.episode_start[:] = run["episode_start"].numpy()
-        self.actions[:] = run["actions"].numpy()
-        return True
+        """Restores `state_dict()`; returns whether the continuation is exact (run_state.load_job_state)."""
+        return load_job_state(self, state, log)

@@ -26,7 +26,7 @@ from ..match import bot_side, play_match, policy_side
 from ..policy.tcg_sampler import TCGSampler
 from ..scoring import Tally
 from .matchmaking import LEARNER, RESERVED_IDS
-from .members import MemberStore
+from .members import MemberStore, in_memory
 from .promotion import Decision, decide, retain_ids
 from .ratings import Payoff, Ratings
 
@@ -254,8 +254,8 @@ class LeagueManager:
 
     def replicate(self, snapshot: dict) -> None:
         """Becomes a copy of the manager that made `snapshot` (weights held in memory, no files)."""
-        self.store.replicate(snapshot["state"], snapshot["weights"])
-        self.load_state_dict({**snapshot["state"], **self.store.state_dict()})
+        self.store.hold(snapshot["weights"])
+        self.load_state_dict(in_memory(snapshot["state"]))
 
     def save(self) -> Path:
         if self.state_path is None:

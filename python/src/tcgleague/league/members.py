@@ -28,6 +28,16 @@ class Member:
     sampling_params: dict = field(default_factory=dict)
 
 
+def in_memory(state: dict) -> dict:
+    """A store's state (or a manager's, which holds it) with every member held in memory rather
+    than in a file: how a replica on another rank, which writes no files, loads its owner's."""
+    return {
+        **state,
+        "members": [{**m, "path": None} for m in state["members"]],
+        "retired": {k: {**v, "path": None} for k, v in state.get("retired", {}).items()},
+    }
+
+
 class MemberStore:
     """Pool members oldest first, their weights on disk (or in memory), a load cache."""
 
@@ -100,20 +110,10 @@ class MemberStore:
         policy, _ = self.load(member_id)
         return {k: v.detach().to("cpu", copy=True) for k, v in strip_compile_prefix(policy.state_dict()).items()}
 
-    def replicate(self, state: dict, weights: dict[str, dict]) -> None:
-        """Becomes a copy of another store (its `state_dict()`) holding every weight in memory:
-        the store of a rank other than 0, which writes no files. `weights` are the members it
-        has not been sent before; weights of members gone from the pool and the last retirement
-        round are dropped."""
+    def hold(self, weights: dict[str, dict]) -> None:
+        """Keeps members' weights in memory (a replica's, sent by rank 0) for a following
+        `load_state_dict(in_memory(state))`."""
         self._inline.update(weights)
-        in_memory = {
-            **state,
-            "members": [{**m, "path": None} for m in state["members"]],
-            "retired": {k: {**v, "path": None} for k, v in state.get("retired", {}).items()},
-        }
-        self.load_state_dict(in_memory)
-        kept = set(self.members) | set(self.retired)
-        self._inline = {k: v for k, v in self._inline.items() if k in kept}
 
     def retire(self, keep: list[str]) -> list[str]:
         """Removes every member not in `keep`; deletes the files of the previous round's retirees."""
@@ -152,3 +152,5 @@ class MemberStore:
         self.next_order = int(state["next_order"])
         self.retired = {k: dict(v) for k, v in state.get("retired", {}).items()}
         self._cache.clear()
+        kept = set(self.members) | set(self.retired)  # in-memory weights of anyone else are unreachable
+        self._inline = {k: v for k, v in self._inline.items() if k in kept}
