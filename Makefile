@@ -5,12 +5,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 SETUP_STAMP := $(VENV)/.setup-stamp
+PEER_STAMP := $(VENV)/.peer-stamp
 ENGINE_DIR := python/src/tcgleague/engine
 ENGINE_SOURCES := $(wildcard $(ENGINE_DIR)/*.c $(ENGINE_DIR)/*.h)
 ENGINE_SO := $(ENGINE_DIR)/.built-stamp
 CONFIG ?= configs/default.ini
 
-.PHONY: setup build train report lint test bench sanitize clean
+.PHONY: setup peer build train report lint test bench sanitize clean
 
 setup: $(SETUP_STAMP) $(ENGINE_SO)
 
@@ -23,6 +24,12 @@ $(SETUP_STAMP): pyproject.toml constraints.txt
 	$(PIP) install -q -c constraints.txt numpy gymnasium pettingzoo wandb rich openskill matplotlib psutil pytest ruff==0.17.6
 	$(PIP) install -q --no-deps pufferlib-core==3.0.23
 	$(PIP) install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+# The peer trainers of `bench peer` (pyproject's [peer] extra): the tests run them, training never does.
+peer: $(PEER_STAMP)
+$(PEER_STAMP): $(SETUP_STAMP)
+	$(PIP) install -q -c constraints.txt --no-build-isolation -e ".[peer]"
 	touch $@
 
 # The C extension (CPU only: a plain setuptools Extension, nvcc is never consulted).
@@ -45,7 +52,7 @@ lint: setup
 	$(VENV)/bin/ruff check python
 	$(VENV)/bin/ruff format --check python
 
-test: setup lint
+test: setup peer lint
 	$(PY) -m pytest -q
 
 # The quick benchmarks; `python -m tcgleague.bench compile|league|learn` are longer (see README).

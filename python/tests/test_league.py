@@ -20,7 +20,7 @@ from tcgleague.build import build_trainer
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.env import TCGEnv
-from tcgleague.layout import legal_from_obs
+from tcgleague.layout import DRAW, legal_from_obs
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.frozen_pool import FrozenPool, bucket_size
 from tcgleague.league.manager import STATE_FILE, MemberMatches
@@ -219,8 +219,8 @@ def test_not_yet_active_is_pure_selfplay():
         mine, theirs = league.split(rows)
         assert len(theirs) == 0 and np.array_equal(mine, rows)
         actions[rows] = random_actions(obs[rows], rng)
-        obs, rewards, terminals, truncations, _ = env.step(actions)
-        mask = league.after_step(rewards, terminals, truncations, global_step=step * 6)
+        obs, rewards, terminals, truncations, infos = env.step(actions)
+        mask = league.after_step(terminals, truncations, infos, global_step=step * 6)
         dones += int(terminals.sum())
         assert mask.all() and league.matchmaker.learner_mask.all()
         assert set(league.matchmaker.opponent_ids()) == {SELF}
@@ -278,7 +278,7 @@ def test_matchups_change_only_at_episode_boundaries():
                 result = 0 if info["winner"] == 2 else (1 if info["winner"] == seats[g] else -1)
                 outcomes.setdefault(game_ids[g], []).append(result)
         global_step += len(mine)
-        mask = league.after_step(rewards, terminals, truncations, global_step)
+        mask = league.after_step(terminals, truncations, infos, global_step)
         assert np.array_equal(mask[rows], np.isin(rows, mine))  # the mask that was in force
         done_rows = np.flatnonzero(done)
         state = league.pool.state  # opponent state reset by row index
@@ -331,9 +331,9 @@ def _force(league: LeagueOpponents, opponents: list[str], seats: list[int]) -> N
 
 
 def test_after_step_credits_the_learner_seat():
-    """A finished game is a learner win exactly when the learner's seat row got +1, whichever
-    seat that is, and is booked against that game's opponent (nothing for self-play or for a
-    game that has not ended)."""
+    """A finished game is a learner win exactly when its record names the learner's seat as
+    the winner, whichever seat that is, and is booked against that game's opponent (nothing
+    for self-play or for a game that has not ended)."""
     cfg = league_cfg(latest_ratio=0.0, bot_ratio=1.0, payoff_decay=1.0)
     league, mgr = _bot_league(cfg, 4)
     assert mgr.payoff.table == {}
@@ -341,15 +341,15 @@ def test_after_step_credits_the_learner_seat():
     mm = league.matchmaker
     in_force = [False, True, True, False, True, True, False, True]
     assert list(mm.learner_mask) == in_force
-    rewards = np.zeros(8, dtype=np.float32)
     terminals = np.zeros(8, dtype=bool)
     truncations = np.zeros(8, dtype=bool)
-    rewards[[0, 1]] = [-1.0, 1.0]  # game 0: seat 1 wins -> the learner won vs random
-    rewards[[2, 3]] = [-1.0, 1.0]  # game 1: seat 1 wins -> the learner (seat 0) lost vs m0
-    rewards[[4, 5]] = [1.0, -1.0]  # game 2: self-play, not booked
-    rewards[[6, 7]] = [1.0, -1.0]  # game 3 has not ended: not booked
-    terminals[:6] = True
-    mask = league.after_step(rewards, terminals, truncations, global_step=10)
+    terminals[:6] = True  # games 0-2 end; game 3 has not ended: not booked
+    records = [
+        {"winner": 1},  # game 0: seat 1 wins -> the learner won vs random
+        {"winner": 1},  # game 1: seat 1 wins -> the learner (seat 0) lost vs m0
+        {"winner": 0},  # game 2: self-play, not booked
+    ]
+    mask = league.after_step(terminals, truncations, records, global_step=10)
     assert list(mask) == in_force  # the mask of the step taken
     assert mgr.payoff.table == {}, "results reach the payoff once per epoch"
     league.record_results()
@@ -361,16 +361,49 @@ def test_after_step_credits_the_learner_seat():
     }
     assert mm.opponent_ids()[3] == "m0" and mm.learner_seat[3] == 1  # a running game keeps its matchup
     assert set(mm.opponent_ids()[:3]) <= {RANDOM, "m0"}  # finished games were redrawn
-    # the mirror image (the learner in seat 1 loses when seat 0 gets +1), and a truncated game
-    # without a reward: a draw
+    # the mirror image (the learner in seat 1 loses when seat 0 wins), and a truncated game: a draw
     league, mgr = _bot_league(cfg, 2)
     _force(league, [RANDOM, RANDOM], seats=[1, 0])
-    rewards = np.array([1.0, -1.0, 0.0, 0.0], dtype=np.float32)
-    league.after_step(rewards, np.array([True, True, False, False]), np.array([False, False, True, True]), 10)
+    ended = (np.array([True, True, False, False]), np.array([False, False, True, True]))
+    league.after_step(*ended, [{"winner": 0}, {"winner": DRAW}], 10)
     league.record_results()
     assert mgr.payoff.table[(LEARNER, RANDOM)] == [0.0, 1.0, 2.0]  # a loss and a draw
     assert mgr.payoff.table[(RANDOM, LEARNER)] == [1.0, 1.0, 2.0]
     assert league.metrics()["league/payoff_vs_random"] == 0.25
+    with pytest.raises(RuntimeError, match="lost episode records"):
+        league.after_step(*ended, [{"winner": 0}], 11)
+
+
+def test_league_results_follow_the_winner_whatever_the_shaping():
+    """With a large shaping coefficient a loss can end on a positive reward (and a win below
+    0.5): the payoff books who won, from the env's record."""
+    cfg = league_cfg(latest_ratio=0.0, bot_ratio=1.0, payoff_decay=1.0)
+    env = TCGEnv(num_games=8, seed=4, reward_shaping=5.0)
+    obs, _ = env.reset()
+    league = LeagueOpponents(
+        cfg, env.num_games, manager=LeagueManager(cfg, play=Scripted(), log=quiet), engine_env=env, seed=1
+    )
+    league.start(global_step=0)
+    rng = np.random.default_rng(2)
+    actions = np.zeros((env.num_agents, 4), dtype=np.int32)
+    expected: dict[str, list[float]] = {}  # opponent -> [wins, draws, games] from the records
+    misread = 0
+    for step in range(400):
+        rows = np.flatnonzero(env.masks)
+        mine, theirs = league.split(rows)
+        actions[mine] = random_actions(obs[mine], rng)
+        actions[theirs] = league.act(obs, theirs)
+        seats, opponents = league.matchmaker.learner_seat.copy(), league.matchmaker.opponent_ids()
+        obs, rewards, terminals, truncations, infos = env.step(actions)
+        for g, info in zip(np.flatnonzero((terminals | truncations)[0::2]), infos):
+            won, drawn = info["winner"] == seats[g], info["winner"] == DRAW
+            tally = expected.setdefault(opponents[g], [0.0, 0.0, 0.0])
+            tally[0], tally[1], tally[2] = tally[0] + won, tally[1] + drawn, tally[2] + 1
+            misread += (rewards[2 * g + seats[g]] > 0.5) != won
+        league.after_step(terminals, truncations, infos, step)
+    assert misread > 0, "the shaping never moved a final reward across 0.5: the check proves nothing"
+    league.record_results()
+    assert expected and all(league.manager.payoff.table[(LEARNER, o)] == t for o, t in expected.items())
 
 
 def test_match_results_are_credited_to_the_right_player():
@@ -818,8 +851,8 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
         mine, theirs = league.split(np.flatnonzero(env.masks))
         actions[mine] = random_actions(obs[mine], rng)
         actions[theirs] = league.act(obs, theirs)
-        obs, rewards, terminals, truncations, _ = env.step(actions)
-        league.after_step(rewards, terminals, truncations, step)
+        obs, rewards, terminals, truncations, infos = env.step(actions)
+        league.after_step(terminals, truncations, infos, step)
     state = league.state_dict()
     resumed_mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet)
     assert resumed_mgr.load()

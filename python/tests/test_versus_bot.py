@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tcgleague.bench.versus_bot import VersusBot
+from tcgleague.bench.peers.versus_bot import VersusBot
 from tcgleague.layout import COUNT, MAX_LEGAL
 
 

@@ -6,7 +6,7 @@ The trainer's collect loop talks to one `OpponentSide`; plain self-play and the 
     mine, theirs = side.split(rows)                  # learner rows / opponent rows
     actions[theirs] = side.act(obs, theirs)          # (Actor interface)
     obs, rewards, terminals, truncations, infos = env.step(actions)
-    mask = side.after_step(rewards, terminals, truncations, global_step)   # learner mask in force
+    mask = side.after_step(terminals, truncations, infos, global_step)   # learner mask in force
     ...
     side.end_epoch(epoch, global_step, policy, sampler)                    # once per epoch
 """
@@ -33,9 +33,10 @@ class OpponentSide(Protocol):
         """int32 [len(rows), 4] actions for opponent `rows`."""
 
     def after_step(
-        self, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray, global_step: int
+        self, terminals: np.ndarray, truncations: np.ndarray, infos: list[dict], global_step: int
     ) -> np.ndarray:
-        """Handles finished games; returns the learner-row mask that was in force for the step."""
+        """Handles finished games (`infos`: the env's records of them, in game order); returns
+        the learner-row mask that was in force for the step."""
 
     def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
         """Once per epoch, after the update (the league ingests and evaluates candidates here)."""
@@ -63,7 +64,7 @@ class SelfPlay:
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
 
-    def after_step(self, rewards, terminals, truncations, global_step: int) -> np.ndarray:
+    def after_step(self, terminals, truncations, infos, global_step: int) -> np.ndarray:
         return self.all_learner
 
     def end_epoch(self, epoch, global_step, policy, sampler) -> None:

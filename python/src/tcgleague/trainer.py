@@ -181,7 +181,7 @@ class Trainer:
             self.obs, rewards, terminals, truncations, step_infos = self.env.step(self.actions)
             done = terminals | truncations
             events = np.flatnonzero((rewards != 0) | done)
-            learner = self.opponents.after_step(rewards, terminals, truncations, self.global_step + decisions)
+            learner = self.opponents.after_step(terminals, truncations, step_infos, self.global_step + decisions)
             events = events[learner[events]]  # credit learner rows only, as they were during this step
             buffer.credit(events, rewards[events], terminals[events], truncations[events])
             self.episode_start[done] = True  # the learner's state for these rows restarts at their next decision

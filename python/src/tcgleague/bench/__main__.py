@@ -1,4 +1,4 @@
-"""Entry point: python -m tcgleague.bench {engine,train,compile,learn,league,scale} [options]."""
+"""Entry point: python -m tcgleague.bench {engine,train,compile,learn,league,scale,peer} [options]."""
 
 from __future__ import annotations
 
@@ -9,9 +9,17 @@ from pathlib import Path
 
 from ..errors import entry_point, output_file
 from . import compile as compile_bench
-from . import engine, league, learn, scale, train
+from . import engine, league, learn, peer, scale, train
 
-BENCHES = {"engine": engine, "train": train, "compile": compile_bench, "learn": learn, "league": league, "scale": scale}
+BENCHES = {
+    "engine": engine,
+    "train": train,
+    "compile": compile_bench,
+    "learn": learn,
+    "league": league,
+    "scale": scale,
+    "peer": peer,
+}
 
 
 @entry_point("bench")

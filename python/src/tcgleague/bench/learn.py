@@ -1,11 +1,16 @@
-"""learn: does training learn? Trains a config (default configs/default.ini) for up to --minutes
-(stopping after the epoch that crosses the time), writes the final checkpoint, then evaluates
-it through evaluate_checkpoint's core (same load-and-validate path) vs random and greedy over
---episodes duplicate games each."""
+"""learn: does training learn? Trains a config (default configs/default.ini) for --steps learner
+steps (or for --minutes of wall time), evaluating vs the bots every --eval-every steps on the
+way (the learning curve), then evaluates the final checkpoint through evaluate_checkpoint's
+core (same load-and-validate path) vs random and greedy over --episodes duplicate games each.
+
+With --league, the league (--league-config) and the self-play baseline (--config) train with
+the same seed and steps, and their final checkpoints play each other (--episodes duplicate
+games): does the league pay for itself? Learning is compared per step, not per minute."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 import uuid
 from pathlib import Path
@@ -24,37 +29,43 @@ ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the con
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default="configs/default.ini")
-    p.add_argument("--minutes", type=float, default=20.0, help="training wall-time budget (default 20)")
-    p.add_argument("--episodes", type=int, default=1000, help="duplicate games per opponent (default 1000)")
+    p.add_argument("--steps", type=int, help="learner steps to train (default: the config's total_timesteps)")
+    p.add_argument("--minutes", type=float, help="stop after the epoch that crosses this wall time instead")
+    p.add_argument("--eval-every", type=int, default=1_000_000, help="curve point every N steps (0 = none)")
+    p.add_argument("--curve-episodes", type=int, default=256, help="duplicate games per curve point and bot")
+    p.add_argument("--episodes", type=int, default=1000, help="duplicate games per final evaluation (default 1000)")
     p.add_argument("--seed", type=int, default=12345, help="evaluation seed (the deals)")
+    p.add_argument("--league", action="store_true", help="train the league and the self-play baseline")
+    p.add_argument("--league-config", default="configs/league.ini")
 
 
-def run(args: argparse.Namespace) -> dict:
-    cfg = load_config(args.config, ["--train.dashboard", "false", "--wandb.enable", "false", *args.overrides])
-    run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_learn{int(time.time())}{uuid.uuid4().hex[:4]}"
+def train_one(config: str, args: argparse.Namespace, tag: str, league: bool = False) -> dict:
+    """Trains `config` (with `league`, its league enabled) and returns its figures: the curve,
+    and the final checkpoint vs the bots."""
+    overrides = ["--train.dashboard", "false", "--wandb.enable", "false", "--league.enable", str(league).lower()]
+    overrides += args.overrides
+    if args.steps:
+        overrides += ["--train.total-timesteps", str(args.steps)]
+    batch = load_config(config, overrides).train.batch_size
+    if args.eval_every:
+        overrides += ["--train.eval-interval", str(max(1, args.eval_every // batch))]
+        overrides += ["--train.eval-games", str(args.curve_episodes)]
+    cfg = load_config(config, overrides)
+    run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_{tag}{int(time.time())}{uuid.uuid4().hex[:4]}"
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = RunLogger(run_dir, cfg.to_dict(), cfg.wandb, run_dir.name)  # metrics.jsonl: the learning curve
     trainer = build_trainer(cfg, run_dir, logger)
     final: list[Path] = []
     write = checkpoint_writer(run_dir, cfg)
     start = time.perf_counter()
-    trainer.train(checkpoint_fn=lambda tr: final.append(write(tr)), max_seconds=args.minutes * 60.0)
+    max_seconds = args.minutes * 60.0 if args.minutes else None
+    trainer.train(checkpoint_fn=lambda tr: final.append(write(tr)), max_seconds=max_seconds)
     logger.close()
     minutes = (time.perf_counter() - start) / 60.0
-    print(
-        f"trained {trainer.global_step:,} steps ({trainer.epoch} epochs) in {minutes:.1f} min; "
-        f"final checkpoint {final[-1]}"
-    )
+    print(f"{tag}: {trainer.global_step:,} steps ({trainer.epoch} epochs) in {minutes:.1f} min; {final[-1]}")
+    figures = {"steps": trainer.global_step, "epochs": trainer.epoch, "minutes": minutes, "config": config}
+    figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), curve=read_curve(run_dir / "metrics.jsonl"))
     loaded = load_checkpoint(final[-1])
-    figures = {
-        "steps": trainer.global_step,
-        "epochs": trainer.epoch,
-        "minutes": minutes,
-        "checkpoint": str(final[-1]),
-        "config": args.config,
-        "episodes": args.episodes,
-    }
-    rows = []
     for bot in BOTS:
         r = evaluate_loaded(loaded, bot, args.episodes, args.seed)
         figures.update(
@@ -68,15 +79,53 @@ def run(args: argparse.Namespace) -> dict:
                 f"noop_rate_vs_{bot}": r["noop_rate"],
             }
         )
-        rows.append(
-            (
-                f"win rate vs {bot} ({r['episodes']} duplicate games)",
-                f"{r['winrate']:.3f} [{r['wilson_low']:.3f}, {r['wilson_high']:.3f}]",
-                "",
-            )
-        )
+    return figures
+
+
+def read_curve(metrics: Path) -> list[dict]:
+    """The periodic evaluations of a run: [{step, winrate_vs_<bot>...}] in step order."""
+    curve = []
+    for line in metrics.read_text().splitlines():
+        m = json.loads(line)
+        if "eval/winrate_vs_greedy" in m:
+            curve.append({"step": m["global_step"], **{f"winrate_vs_{b}": m[f"eval/winrate_vs_{b}"] for b in BOTS}})
+    return curve
+
+
+def interval(f: dict, bot: str) -> str:
+    return f"{f[f'winrate_vs_{bot}']:.3f} [{f[f'wilson_low_vs_{bot}']:.3f}, {f[f'wilson_high_vs_{bot}']:.3f}]"
+
+
+def rows_of(f: dict, name: str, episodes: int) -> list[tuple[str, str, str]]:
+    rows = [(f"{name}: steps / minutes", f"{f['steps']:,} / {f['minutes']:.1f}", "")]
+    rows += [(f"{name}: vs {bot} ({episodes} duplicate games)", interval(f, bot), "") for bot in BOTS]
+    curve = " ".join(f"{p['step'] / 1e6:.1f}M:{p['winrate_vs_greedy']:.2f}" for p in f["curve"])
+    return [*rows, (f"{name}: curve vs greedy", curve or "(no curve points)", "")]
+
+
+def run(args: argparse.Namespace) -> dict:
+    if not args.league:
+        figures = train_one(args.config, args, "learn")
+        figures["episodes"] = args.episodes
+        print_table(f"learning ({args.config})", rows_of(figures, "final", args.episodes))
+        return figures
+    league = train_one(args.league_config, args, "league", league=True)
+    selfplay = train_one(args.config, args, "selfplay")
+    r = evaluate_loaded(load_checkpoint(league["checkpoint"]), selfplay["checkpoint"], args.episodes, args.seed)
+    figures = {"league": league, "selfplay": selfplay, "episodes": args.episodes}
+    figures.update(
+        winrate_league_vs_selfplay=r["winrate"],
+        wilson_low_league_vs_selfplay=r["wilson_low"],
+        wilson_high_league_vs_selfplay=r["wilson_high"],
+        games_league_vs_selfplay=r["episodes"],
+    )
+    head = f"{r['winrate']:.3f} [{r['wilson_low']:.3f}, {r['wilson_high']:.3f}]"
     print_table(
-        f"learning ({args.config}, {minutes:.1f} min, {trainer.global_step:,} steps)",
-        [("training steps", f"{trainer.global_step:,}", ""), ("minutes", f"{minutes:.1f}", ""), *rows],
+        f"league ({args.league_config}) vs self-play ({args.config}), same seed and steps",
+        [
+            *rows_of(league, "league", args.episodes),
+            *rows_of(selfplay, "self-play", args.episodes),
+            (f"league vs self-play ({r['episodes']} duplicate games)", head, "> 0.5"),
+        ],
     )
     return figures

@@ -98,22 +98,27 @@ class LeagueOpponents:
         return out
 
     def after_step(
-        self, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray, global_step: int
+        self, terminals: np.ndarray, truncations: np.ndarray, infos: list[dict], global_step: int
     ) -> np.ndarray:
         """Notes the learner's finished games vs non-self opponents (the payoff takes them at the
-        epoch's end), resets those rows' opponent state, redraws those games. Returns (a copy of) the learner mask that was
-        in force for the step just taken."""
+        epoch's end), resets those rows' opponent state, redraws those games. Returns (a copy
+        of) the learner mask that was in force for the step just taken.
+
+        A result is read from the game's record (`infos`, one per finished game in game
+        order): who won, not the sign of a reward that shaping also moves."""
         self.global_step = global_step
         mm = self.matchmaker
         mask = mm.learner_mask.copy()
         done = np.flatnonzero(terminals[0::2] | truncations[0::2])
         if len(done) == 0:
             return mask
-        for g, who in zip(done, mm.opponent_of_games(done)):
+        if len(infos) != len(done):
+            raise RuntimeError(f"league lost episode records ({len(infos)} for {len(done)} finished games)")
+        for g, who, info in zip(done, mm.opponent_of_games(done), infos):
             if who == SELF:
                 continue
-            r = float(rewards[2 * g + mm.learner_seat[g]])
-            self.results.append((str(who), r > 0.5, r < -0.5))
+            winner, seat = info["winner"], mm.learner_seat[g]
+            self.results.append((str(who), winner == seat, winner == 1 - seat))
         self.pool.reset_rows(np.concatenate([2 * done, 2 * done + 1]))
         mm.on_episode_end(done, global_step)
         return mask

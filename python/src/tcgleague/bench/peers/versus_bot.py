@@ -12,9 +12,9 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 
-from ..bots import GREEDY, GreedyBot, RandomBot
-from ..env import TCGEnv, observation_space
-from ..layout import ACTION_WIDTH, COUNT, DEFAULT_TURN_CAP, MAX_LEGAL, legal_actions
+from ...bots import GREEDY, GreedyBot, RandomBot
+from ...env import TCGEnv, observation_space
+from ...layout import ACTION_WIDTH, COUNT, DEFAULT_TURN_CAP, MAX_LEGAL, legal_actions
 
 
 class VersusBot(gymnasium.Env):
@@ -35,7 +35,9 @@ class VersusBot(gymnasium.Env):
         super().reset(seed=seed)
         if seed is not None:
             self.seed_value, self.games = seed, 0
-        self.obs, _ = self.env.reset(self.seed_value + self.games)
+        # each (env seed, game) pair its own deal: envs seeded seed, seed+1, ... never share games
+        deal = int(np.random.SeedSequence([self.seed_value, self.games]).generate_state(1)[0])
+        self.obs, _ = self.env.reset(deal)
         self.seat = self.games % 2
         self.games += 1
         reward, done = self._bot_moves()
