@@ -27,6 +27,7 @@ $(SETUP_STAMP): pyproject.toml constraints.txt
 	touch $@
 
 # The peer trainers of `bench peer` (pyproject's [peer] extra): the tests run them, training never does.
+# PuffeRL also needs pufferlib-core, already installed above with --no-deps.
 peer: $(PEER_STAMP)
 $(PEER_STAMP): $(SETUP_STAMP)
 	$(PIP) install -q -c constraints.txt --no-build-isolation -e ".[peer]"
@@ -49,8 +50,8 @@ report: setup
 
 # ruff lint + format check (configured in pyproject.toml); `make test` runs it first.
 lint: setup
-	$(VENV)/bin/ruff check python
-	$(VENV)/bin/ruff format --check python
+	$(VENV)/bin/ruff check python tools
+	$(VENV)/bin/ruff format --check python tools
 
 test: setup peer lint
 	$(PY) -m pytest -q

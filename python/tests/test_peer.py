@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tcgleague.bench.peers import LegalIndexActor, SnapshotLog, evaluate_vs_greedy, sample_masked
-from tcgleague.bench.peers.pufferl_peer import MASKED, PeerLSTM, puff_advantage
+from tcgleague.bench.peers.pufferl_policy import MASKED, PeerLSTM, puff_advantage
 from tcgleague.layout import COUNT, MAX_LEGAL
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -114,10 +114,19 @@ def test_bench_peer_trains_and_judges_every_trainer(tmp_path):
 def test_bench_peer_says_what_a_missing_peer_needs(tmp_path, monkeypatch):
     from tcgleague.bench import peer
 
-    monkeypatch.setitem(peer.PEERS, "sb3", peer.Peer("MaskablePPO", "nowhere", ("no_such_module_for_sure",)))
+    monkeypatch.setitem(peer.PEERS, "sb3", peer.Peer("MaskablePPO", ("-m", "nowhere"), ("no_such_module_for_sure",)))
+    monkeypatch.setitem(peer.PEERS, "pufferl", peer.Peer("PuffeRL", ("/no/such/peer.py",), ()))
     args = peer.argparse.Namespace(
-        steps=1, episodes=2, seed=0, train_seed=1, snapshots=1, trainers="sb3", config="configs/smoke.ini", out=tmp_path
+        steps=1,
+        episodes=2,
+        seed=0,
+        train_seed=1,
+        snapshots=1,
+        trainers="sb3,pufferl",
+        config="configs/smoke.ini",
+        out=tmp_path,
     )
     figures = peer.run(args)
     assert "needs no_such_module_for_sure" in figures["skipped_sb3"] and ".[peer]" in figures["skipped_sb3"]
-    assert "sps_sb3" not in figures
+    assert "needs /no/such/peer.py" in figures["skipped_pufferl"]
+    assert "sps_sb3" not in figures and "sps_pufferl" not in figures

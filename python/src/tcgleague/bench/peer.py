@@ -5,16 +5,17 @@ taking --snapshots snapshots on the way, and every snapshot that is reported pla
 duplicate games against the greedy bot through the same runner, seed and deals:
 
 - ours: `configs/default.ini` (self-play; it never sees greedy while training), in this process;
-- pufferl: PufferLib 3.0.23's PuffeRL, in a subprocess (peers/pufferl_peer.py);
+- pufferl: PufferLib 3.0.23's PuffeRL, in a subprocess (the checkout's tools/pufferl_peer.py:
+  it imports PuffeRL's module, which the package never does);
 - sb3: sb3-contrib's MaskablePPO with its MLP policy, in a subprocess (peers/sb3_peer.py).
 
 The peers train on `VersusBot`, one seat against greedy itself: the opponent they are judged
 against. Figures: SPS (steps / training seconds) and the win rate vs greedy at equal steps
 (each trainer's final snapshot) and at equal wall time: each peer's policy when it had trained
 as long as ours took for --steps (its snapshot at the first step past that time; its final one
-if it finished sooner). Without ours, the fastest trainer's time is the reference. A peer whose packages are missing, or that
-fails, is reported with the reason and the others still run. The peers are optional extras:
-`pip install -c constraints.txt -e ".[peer]"`."""
+if it finished sooner). Without ours, the fastest trainer's time is the reference. A peer whose
+packages (or script) are missing, or that fails, is reported with the reason and the others
+still run. The peers are optional extras: `pip install -c constraints.txt -e ".[peer]"`."""
 
 from __future__ import annotations
 
@@ -43,15 +44,16 @@ from .peers import Snapshot, read_snapshots
 @dataclass(frozen=True)
 class Peer:
     label: str
-    module: str
+    entry: tuple[str, ...]  # what follows the interpreter: `-m module` or a script path
     needs: tuple[str, ...]  # importable modules the peer's subprocess needs
 
 
+TOOLS = Path(__file__).resolve().parents[4] / "tools"  # the checkout's tools/ (python/src/tcgleague/bench/..)
 PEERS = {
     "pufferl": Peer(
-        "PuffeRL (pufferlib 3.0.23)", "tcgleague.bench.peers.pufferl_peer", ("pufferlib", "rich_argparse", "pyro")
+        "PuffeRL (pufferlib 3.0.23)", (str(TOOLS / "pufferl_peer.py"),), ("pufferlib", "rich_argparse", "pyro")
     ),
-    "sb3": Peer("MaskablePPO (sb3-contrib)", "tcgleague.bench.peers.sb3_peer", ("sb3_contrib",)),
+    "sb3": Peer("MaskablePPO (sb3-contrib)", ("-m", "tcgleague.bench.peers.sb3_peer"), ("sb3_contrib",)),
 }
 OURS = "ours"
 TRAINERS = (OURS, *PEERS)
@@ -103,14 +105,21 @@ def evaluate_ours(snapshot: Snapshot, args: argparse.Namespace) -> dict:
     return {k: r[k] for k in ("winrate", "wilson_low", "wilson_high", "episodes")}
 
 
-def missing_modules(peer: Peer) -> list[str]:
-    return [m for m in peer.needs if importlib.util.find_spec(m) is None]
+def missing(peer: Peer) -> str | None:
+    """What the peer lacks to run here, said with how to get it (None: nothing)."""
+    modules = [m for m in peer.needs if importlib.util.find_spec(m) is None]
+    if modules:
+        return f"needs {', '.join(modules)}: pip install -c constraints.txt -e '.[peer]'"
+    script = next((Path(e) for e in peer.entry if e.endswith(".py")), None)
+    if script and not script.is_file():
+        return f"needs {script} (run bench peer from a checkout of the repository)"
+    return None
 
 
 def run_peer(peer: Peer, command: list[str], log: Path) -> None:
     """One peer subprocess; its output goes to `log`, and a failure raises with its last lines."""
     with log.open("a") as f:
-        done = subprocess.run([sys.executable, "-m", peer.module, *command], stdout=f, stderr=subprocess.STDOUT)
+        done = subprocess.run([sys.executable, *peer.entry, *command], stdout=f, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         tail = log.read_text().strip().splitlines()[-3:]
         raise RuntimeError(f"{peer.label} exited {done.returncode}: {' | '.join(tail)}")
@@ -150,9 +159,9 @@ def run(args: argparse.Namespace) -> dict:
     figures: dict = {"steps": args.steps, "episodes": args.episodes, "seed": args.seed, "out": str(out)}
     snapshots: dict[str, list[Snapshot]] = {}
     for name in names:
-        if name != OURS and (missing := missing_modules(PEERS[name])):
-            figures[f"skipped_{name}"] = f"needs {', '.join(missing)}: pip install -c constraints.txt -e '.[peer]'"
-            print(f"{name}: not run, {figures[f'skipped_{name}']}")
+        if name != OURS and (lacking := missing(PEERS[name])):
+            figures[f"skipped_{name}"] = lacking
+            print(f"{name}: not run, {lacking}")
             continue
         print(f"{name}: training {args.steps:,} steps ...", flush=True)
         (out / name).mkdir(parents=True, exist_ok=True)

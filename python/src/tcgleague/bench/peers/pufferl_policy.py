@@ -1,5 +1,8 @@
-"""PufferLib 3.0.23's PuffeRL as a `bench peer` trainer, on `VersusBot` (one seat against the
-greedy bot) vectorized by `pufferlib.vector.Serial`, with a recurrent policy sized like ours.
+"""What `bench peer`'s PuffeRL peer (PufferLib 3.0.23) trains and is judged with; nothing here
+imports PuffeRL's module. Its training entry point, which does, is `tools/pufferl_peer.py`,
+run only as a subprocess of `bench peer` (importing PuffeRL turns every RuntimeWarning into an
+error and makes Ctrl-C `os._exit`, process-wide). It trains on `VersusBot` (one seat against
+the greedy bot) vectorized by `pufferlib.vector.Serial`.
 
 - The policy (`PeerLSTM`): an MLP encoder (1121 -> 160 -> 128), an LSTM of 128 (our hidden
   size) and linear actor / critic heads, about 349k parameters against our 342k. PuffeRL
@@ -12,16 +15,10 @@ greedy bot) vectorized by `pufferlib.vector.Serial`, with a recurrent policy siz
   `pufferlib._C`, which does not load without the CUDA runtime. `puff_advantage` below is a
   pure-torch implementation of the same recursion (V-trace-clipped GAE), patched in; `bench
   peer` says so in its output. On a machine where `_C` loads, the library's own op is used.
-
-    python -m tcgleague.bench.peers.pufferl_peer train --steps 500000 --out DIR
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import time
-import traceback
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +27,7 @@ from torch import nn
 
 from ...env import observation_space
 from ...layout import COUNT, MAX_LEGAL
-from . import LegalIndexActor, SnapshotLog, command_line, sample_masked
-from .versus_bot import VersusBot
+from . import LegalIndexActor, sample_masked
 
 HIDDEN = 128
 NUM_ENVS = 64
@@ -118,42 +114,6 @@ def puff_advantage(values, rewards, dones, importance, advantages, gamma, gae_la
     return advantages
 
 
-def train(steps: int, seed: int, log: SnapshotLog) -> None:
-    import pufferlib.emulation
-    import pufferlib.pufferl as pufferl
-    import pufferlib.vector
-
-    if not pufferl._C_AVAILABLE:
-        pufferl.compute_puff_advantage = puff_advantage
-        print("pufferl: pufferlib._C does not load here; using the pure-torch advantage stand-in", flush=True)
-    torch.manual_seed(seed)  # PuffeRL samples from the global generator (this is its own process)
-    vecenv = pufferlib.vector.make(
-        pufferlib.emulation.GymnasiumPufferEnv,
-        env_kwargs={"env_creator": VersusBot},
-        backend=pufferlib.vector.Serial,
-        num_envs=NUM_ENVS,
-        seed=seed * NUM_ENVS,
-    )
-    policy = PeerLSTM()
-    print(f"PuffeRL: {sum(p.numel() for p in policy.parameters()):,} parameters", flush=True)
-    # at least one batch: PuffeRL divides by total_timesteps // batch_size
-    total = max(steps, CONFIG["batch_size"])
-    config = dict(CONFIG, seed=seed, total_timesteps=total, data_dir=str(log.out / "pufferl"))
-    trainer = pufferl.PuffeRL(config, vecenv, policy)
-    start = time.perf_counter()
-
-    def save(path: Path) -> None:
-        torch.save(policy.state_dict(), path)
-
-    while trainer.global_step < steps:
-        trainer.evaluate()
-        trainer.train()
-        seconds = time.perf_counter() - start
-        if log.due(trainer.global_step, seconds) or trainer.global_step >= steps:
-            log.add(trainer.global_step, seconds, save)
-    trainer.close()  # also stops its utilization thread, which would keep the process alive
-
-
 def load(path: Path, seed: int):
     policy = PeerLSTM().eval()
     policy.load_state_dict(torch.load(path, weights_only=True))
@@ -177,15 +137,3 @@ def load(path: Path, seed: int):
         return LegalIndexActor(choose, reset, name="PuffeRL")
 
     return make_actor
-
-
-if __name__ == "__main__":
-    code = 1
-    try:
-        code = command_line(train, load)
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)  # PuffeRL's utilization thread is no daemon: after a failure it would hang the process
