@@ -78,10 +78,8 @@ def check_files(base: Path) -> list[str]:
             load_checkpoint(path, run_state=True, log=lambda msg: None)
         except CheckpointError as err:
             problems.append(str(err))
-    try:
-        latest_checkpoint(base, "smoke")
-    except CheckpointError as err:
-        problems.append(str(err))
+    if latest_checkpoint(base, "smoke") is None:
+        problems.append("`latest` resolves to no checkpoint")
     return problems
 
 

@@ -24,11 +24,11 @@ from .trainer import Trainer
 from .vecenv import VecEnv
 
 
-def env_kwargs(cfg: Config, seed: int | None = None) -> dict:
-    """The env of a run (`seed`: a rank's own; default the base seed)."""
+def env_kwargs(cfg: Config, seed: int) -> dict:
+    """The env of a run (`seed`: the rank's own, `Dist.rank_seed`)."""
     return dict(
         num_games=cfg.env.num_games,
-        seed=cfg.base.seed if seed is None else seed,
+        seed=seed,
         turn_cap=cfg.env.turn_cap,
         reward_shaping=cfg.env.reward_shaping,
         deck_pool=cfg.env.deck_pool or None,

@@ -213,8 +213,8 @@ class PPOUpdater:
         ).tolist()  # the update's one host read
         out = {f"losses/{name}": v for name, v in zip(STAT_NAMES, figures)}
         out["losses/first_minibatch_ratio_dev"] = figures[len(STAT_NAMES)]
-        bad_step, finite = int(figures[-2]), figures[-1] == 1.0
-        rolled_back = bad_step > 0 or not finite
+        bad_step = int(figures[-2])
+        rolled_back = figures[-1] == 0.0  # some rank had a non-finite step or weights
         if rolled_back:
             self._restore(snapshot)
         out["losses/update_rolled_back"] = float(rolled_back)

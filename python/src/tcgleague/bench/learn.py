@@ -10,7 +10,6 @@ games): does the league pay for itself? Learning is compared per step, not per m
 from __future__ import annotations
 
 import argparse
-import json
 import time
 import uuid
 from pathlib import Path
@@ -20,7 +19,8 @@ from ..build import build_trainer
 from ..checkpoint import load_checkpoint
 from ..config import load_config
 from ..evaluate_checkpoint import evaluate_loaded
-from ..logger import RunLogger
+from ..logger import METRICS_FILE, RunLogger
+from ..report.data import read_metrics
 from ..train import checkpoint_writer
 from .common import print_table
 
@@ -42,15 +42,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def train_one(config: str, args: argparse.Namespace, tag: str, league: bool = False) -> dict:
     """Trains `config` (with `league`, its league enabled) and returns its figures: the curve,
     and the final checkpoint vs the bots."""
-    overrides = ["--train.dashboard", "false", "--wandb.enable", "false", "--league.enable", str(league).lower()]
-    overrides += args.overrides
-    if args.steps:
-        overrides += ["--train.total-timesteps", str(args.steps)]
-    batch = load_config(config, overrides).train.batch_size
-    if args.eval_every:
-        overrides += ["--train.eval-interval", str(max(1, args.eval_every // batch))]
-        overrides += ["--train.eval-games", str(args.curve_episodes)]
-    cfg = load_config(config, overrides)
+    overrides = ["--train.dashboard", "false", "--wandb.enable", "false", *args.overrides]
+    overrides += ["--league.enable", "true"] if league else []
+    overrides += ["--train.total-timesteps", str(args.steps)] if args.steps else []
+    batch = load_config(config, overrides).train.batch_size  # (the curve's interval is in epochs)
+    every = max(1, args.eval_every // batch) if args.eval_every else 0  # 0: no curve
+    cfg = load_config(
+        config, [*overrides, "--train.eval-interval", str(every), "--train.eval-games", str(args.curve_episodes)]
+    )
     run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_{tag}{int(time.time())}{uuid.uuid4().hex[:4]}"
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = RunLogger(run_dir, cfg.to_dict(), cfg.wandb, run_dir.name)  # metrics.jsonl: the learning curve
@@ -64,7 +63,7 @@ def train_one(config: str, args: argparse.Namespace, tag: str, league: bool = Fa
     minutes = (time.perf_counter() - start) / 60.0
     print(f"{tag}: {trainer.global_step:,} steps ({trainer.epoch} epochs) in {minutes:.1f} min; {final[-1]}")
     figures = {"steps": trainer.global_step, "epochs": trainer.epoch, "minutes": minutes, "config": config}
-    figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), curve=read_curve(run_dir / "metrics.jsonl"))
+    figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), curve=read_curve(run_dir))
     loaded = load_checkpoint(final[-1])
     for bot in BOTS:
         r = evaluate_loaded(loaded, bot, args.episodes, args.seed)
@@ -82,14 +81,13 @@ def train_one(config: str, args: argparse.Namespace, tag: str, league: bool = Fa
     return figures
 
 
-def read_curve(metrics: Path) -> list[dict]:
+def read_curve(run_dir: Path) -> list[dict]:
     """The periodic evaluations of a run: [{step, winrate_vs_<bot>...}] in step order."""
-    curve = []
-    for line in metrics.read_text().splitlines():
-        m = json.loads(line)
-        if "eval/winrate_vs_greedy" in m:
-            curve.append({"step": m["global_step"], **{f"winrate_vs_{b}": m[f"eval/winrate_vs_{b}"] for b in BOTS}})
-    return curve
+    return [
+        {"step": m["global_step"], **{f"winrate_vs_{b}": m[f"eval/winrate_vs_{b}"] for b in BOTS}}
+        for m in read_metrics(run_dir / METRICS_FILE)
+        if "eval/winrate_vs_greedy" in m
+    ]
 
 
 def interval(f: dict, bot: str) -> str:

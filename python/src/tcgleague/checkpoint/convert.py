@@ -27,16 +27,16 @@ NUMPY_GLOBALS = [
 ]
 
 
-def plain(value, field: str = "checkpoint"):
+def plain(value):
     """`value` with numpy arrays as tensors and numpy scalars as Python numbers."""
     if isinstance(value, np.ndarray):
         return torch.from_numpy(np.array(value, copy=True))
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, dict):
-        return {plain(k, field): plain(v, f"{field}.{k}") for k, v in value.items()}
+        return {plain(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        items = [plain(v, f"{field}[{i}]") for i, v in enumerate(value)]
+        items = [plain(v) for v in value]
         return items if isinstance(value, list) else tuple(items)
     return value
 

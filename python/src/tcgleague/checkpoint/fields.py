@@ -259,6 +259,11 @@ def _scheduler_fits_optimizer(state: dict) -> None:
         _require(n == groups, f"scheduler.{key}", f"has {n} entries; the optimizer has {groups} parameter groups")
 
 
+def _generator(v, field: str) -> None:
+    """A torch.Generator's state: a 1-d uint8 tensor."""
+    _require(_tensor(v, field, "uint8").dim() == 1, field, "expected a 1-d state")
+
+
 def _rng(v: Any, field: str) -> None:
     _dict(v, field)
     py = v.get("python")
@@ -283,8 +288,7 @@ def _rng(v: Any, field: str) -> None:
     _require(np_state.get("has_gauss") in (0, 1), f"{field}.numpy.has_gauss", "expected 0 or 1")
     _require(_is_number(np_state.get("cached_gaussian")), f"{field}.numpy.cached_gaussian", "expected a number")
     _tensor(v.get("torch"), f"{field}.torch", "uint8", tuple(torch.get_rng_state().shape))
-    gen = _tensor(v.get("generator"), f"{field}.generator", "uint8")
-    _require(gen.dim() == 1, f"{field}.generator", "expected a 1-d state")
+    _generator(v.get("generator"), f"{field}.generator")
     cuda = v.get("cuda")
     _require(
         cuda is None
@@ -339,8 +343,7 @@ def _dist(v: Any, field: str) -> None:
         where = f"{field}.ranks.{rank}"
         _dict(part, where)
         _optional(_run_state)(part.get("run_state"), f"{where}.run_state")
-        gen = _tensor(part.get("generator"), f"{where}.generator", "uint8")
-        _require(gen.dim() == 1, f"{where}.generator", "expected a 1-d state")
+        _generator(part.get("generator"), f"{where}.generator")
         _text(part.get("generator_device"), f"{where}.generator_device")
         _optional(_dict)(part.get("league"), f"{where}.league")  # checked where the league reads it
     digests = v.get("weight_digests")

@@ -17,6 +17,11 @@ from ..checkpoint import load_checkpoint, save_policy
 from ..policy.tcg_policy import PolicyConfig, TCGPolicy, freeze, policy_from_state, strip_compile_prefix
 
 
+def cpu_copy(state_dict: dict) -> dict:
+    """Weights as fresh CPU tensors, without a compiled module's key prefix: what a member holds."""
+    return {k: v.detach().to("cpu", copy=True) for k, v in strip_compile_prefix(state_dict).items()}
+
+
 @dataclass
 class Member:
     id: str
@@ -68,7 +73,7 @@ class MemberStore:
         epoch: int = 0,
     ) -> Member:
         """Adds a copy of a policy's weights as a frozen member."""
-        weights = {k: v.detach().to("cpu", copy=True) for k, v in strip_compile_prefix(state_dict).items()}
+        weights = cpu_copy(state_dict)
         member = Member(
             member_id, self.next_order, int(step), int(epoch), None, dict(policy_config), dict(sampling_params or {})
         )
@@ -108,7 +113,7 @@ class MemberStore:
     def weights(self, member_id: str) -> dict:
         """A member's (or a last-round retiree's) weights as CPU tensors: what a replica is sent."""
         policy, _ = self.load(member_id)
-        return {k: v.detach().to("cpu", copy=True) for k, v in strip_compile_prefix(policy.state_dict()).items()}
+        return cpu_copy(policy.state_dict())
 
     def hold(self, weights: dict[str, dict]) -> None:
         """Keeps members' weights in memory (a replica's, sent by rank 0) for a following

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...layout import COUNT, MAX_LEGAL, legal_actions
+from ...layout import MAX_LEGAL, legal_actions
 from ...match import bot_side, play_match
 
 SNAPSHOTS = "snapshots.json"
@@ -62,9 +62,10 @@ def read_snapshots(out: Path) -> list[Snapshot]:
     return [Snapshot(**s) for s in json.loads((out / SNAPSHOTS).read_text())]
 
 
-def masks_of(obs: np.ndarray) -> np.ndarray:
-    """bool [rows, MAX_LEGAL]: which indices of each row's legal list are valid."""
-    return np.arange(MAX_LEGAL)[None, :] < obs[:, COUNT].astype(np.int64)[:, None]
+def legal_masks(count: np.ndarray) -> np.ndarray:
+    """bool [rows, MAX_LEGAL]: which indices of each row's legal list are valid (`count`: the
+    rows' legal counts, as `layout.legal_actions` returns them)."""
+    return np.arange(MAX_LEGAL)[None, :] < count[:, None]
 
 
 def sample_masked(logits: torch.Tensor, masks: torch.Tensor, generator: torch.Generator) -> np.ndarray:
@@ -84,7 +85,7 @@ class LegalIndexActor:
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         mine = obs[rows]
         legal, count = legal_actions(mine)
-        index = np.asarray(self.choose(mine, masks_of(mine), rows))
+        index = np.asarray(self.choose(mine, legal_masks(count), rows))
         if ((index < 0) | (index >= count)).any():
             raise RuntimeError(f"{self.name} chose an index outside the legal list")
         return legal[np.arange(len(rows)), index]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 
-from ...bots import GREEDY, GreedyBot, RandomBot
+from ...bots import GREEDY, make_bot
 from ...env import TCGEnv, observation_space
-from ...layout import ACTION_WIDTH, COUNT, DEFAULT_TURN_CAP, MAX_LEGAL, legal_actions
+from ...layout import ACTION_WIDTH, DEFAULT_TURN_CAP, MAX_LEGAL, legal_actions
+from . import legal_masks
 
 
 class VersusBot(gymnasium.Env):
@@ -23,7 +24,7 @@ class VersusBot(gymnasium.Env):
     def __init__(self, seed: int = 0, bot: str = GREEDY, turn_cap: int = DEFAULT_TURN_CAP):
         super().__init__()
         self.env = TCGEnv(num_games=1, seed=seed, turn_cap=turn_cap)
-        self.bot = GreedyBot(self.env) if bot == GREEDY else RandomBot(seed + 1)
+        self.bot = make_bot(bot, self.env, seed + 1)
         self.observation_space = observation_space()
         self.action_space = gymnasium.spaces.Discrete(MAX_LEGAL)
         self.seed_value, self.games = seed, 0
@@ -46,7 +47,7 @@ class VersusBot(gymnasium.Env):
         return self.obs[self.seat].copy(), {}
 
     def action_masks(self) -> np.ndarray:
-        return np.arange(MAX_LEGAL) < int(self.obs[self.seat, COUNT])
+        return legal_masks(legal_actions(self.obs[self.seat][None])[1])[0]
 
     def step(self, index: int):
         legal, count = legal_actions(self.obs[self.seat][None])
