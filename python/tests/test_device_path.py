@@ -366,13 +366,27 @@ def test_packed_gae_matches_a_plain_reference_loop_bit_for_bit():
     assert sum(s["next"] is not None for s in steps) > capacity // 2
     assert len({sum(s["row"] == r for s in steps) for r in range(num_rows)}) > 2
 
+    # the trainer gives rows 0 and 3 the exact next value of their pending step (if they have one)
+    boot_rows, boot_values = np.array([0, 3]), np.array([0.25, -0.75], dtype=np.float32)
+    buf.bootstrap(boot_rows, torch.from_numpy(boot_values))
+    for r, v in zip(boot_rows.tolist(), boot_values):
+        if r in last and steps[last[r]]["next"] is None:
+            steps[last[r]]["boot"] = v
+
     g32, l32 = np.float32(gamma), np.float32(lam)
     delta = np.zeros(capacity, dtype=np.float32)
     cont = np.zeros(capacity, dtype=np.float32)
+    mask = np.ones(capacity, dtype=np.float32)
     for i, s in enumerate(steps):
         v = values[i]
+        done = s["terminal"] or s["truncated"]
         next_v = np.float32(0) if s["terminal"] else values[s["next"]] if s["next"] is not None else v
-        delta[i] = (s["reward"] + g32 * next_v) - v
+        if s["next"] is None and not done:  # pending at the epoch's end
+            next_v = s.get("boot")
+        if next_v is None:  # pending with no next value: out of the loss, delta 0
+            mask[i] = 0.0
+        else:
+            delta[i] = (s["reward"] + g32 * next_v) - v
         linked = s["next"] is not None and not (s["terminal"] or s["truncated"])
         cont[i] = np.float32(linked) * g32 * l32
     order = sorted(range(capacity), key=lambda i: (steps[i]["row"], i))  # packed: by row, then arrival
@@ -385,6 +399,8 @@ def test_packed_gae_matches_a_plain_reference_loop_bit_for_bit():
     assert batch.rows.reshape(-1).tolist() == [steps[i]["row"] for i in order]
     assert torch.equal(batch.advantage.reshape(-1), torch.from_numpy(adv))
     assert torch.equal(batch.ret.reshape(-1), torch.from_numpy(ret))
+    assert torch.equal(batch.mask.reshape(-1), torch.from_numpy(mask[order]))
+    assert 0 < mask.sum() < capacity and any("boot" in s for s in steps)
 
 
 # ---- 4. compiled decision step on the CPU --------------------------------------------------------

@@ -233,6 +233,7 @@ def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data):
         noisy(value),
         torch.randn(M, T, generator=g),
         torch.randn(M, T, generator=g),
+        torch.ones(M, T),
         boundary,
         state_h,
         state_c,

@@ -1,6 +1,7 @@
 """The rollout buffer: rewards reach the decision that earned them, GAE stops at terminals,
-bootstraps truncated (turn cap) and pending steps from their own value, and packing restarts
-the recurrence at rows, episodes and segments."""
+bootstraps truncated (turn cap) steps from their own value and an epoch's pending steps from
+their exact next value (or leaves them out of the loss without one), and packing restarts the
+recurrence at rows, episodes and segments."""
 
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ def test_rewards_are_credited_to_the_previous_decision():
     d1 = 1.0 - 0.7  # terminal: no bootstrap
     assert adv[1] == pytest.approx(d1)
     assert adv[0] == pytest.approx(d0 + 0.9 * 0.5 * d1)
-    assert adv[2] == pytest.approx(0.9 * 0.3 - 0.3)  # pending at epoch end: bootstraps its own value
+    assert adv[2] == 0.0  # pending at epoch end with no next value: out of the loss
     assert adv[3] == pytest.approx(-1.0 - 0.1)
+    assert batch.mask.reshape(-1).tolist() == [1.0, 1.0, 0.0, 1.0]
     assert batch.boundary.reshape(-1).tolist() == [1.0, 0.0, 1.0, 1.0]
 
 
@@ -97,14 +99,15 @@ def test_gae_bootstraps_truncated_steps_from_their_own_value_and_terminals_from_
     want = {
         2: 0.05 + gamma * 0.6 - 0.6,  # truncated at the turn cap: bootstraps its OWN value (0.6)
         3: 1.0 + gamma * 0.0 - 0.3,  # terminal: no bootstrap
-        4: 0.0 + gamma * 0.9 - 0.9,  # pending at the epoch's end: its own value too
-        5: 0.0 + gamma * 0.4 - 0.4,
+        4: 0.0,  # pending at the epoch's end, no next value given: masked
+        5: 0.0,
     }
     want[0] = (0.1 + gamma * 0.6 - 0.5) + gamma * lam * want[2]
     want[1] = (0.0 + gamma * 0.3 - 0.2) + gamma * lam * want[3]
     for k in range(6):
         assert adv[k] == pytest.approx(want[k], abs=1e-6), k
         assert ret[k] == pytest.approx(want[k] + value[k], abs=1e-6), k
+    assert batch.mask.reshape(-1).tolist() == [1.0, 1.0, 0.0, 1.0, 1.0, 0.0]
     # not 0 (a terminal's bootstrap), not the next game's first value (0.9)
     assert adv[2] != pytest.approx(0.05 - 0.6) and adv[2] != pytest.approx(0.05 + gamma * 0.9 - 0.6)
     # segments [0 2] [4 1] [3 5]: the recurrence restarts at a row, an episode and a segment start
@@ -120,6 +123,31 @@ def test_the_same_game_decided_instead_of_truncated_does_not_bootstrap():
     assert truncated[1].item() == pytest.approx(0.05 + gamma * 0.6 - 0.6)
     assert decided[0].item() == pytest.approx((0.1 + gamma * 0.6 - 0.5) + gamma * lam * (0.05 - 0.6))
     assert torch.equal(truncated[2:], decided[2:]), "row 1 and row 0's next game are unaffected"
+
+
+def test_pending_steps_bootstrap_from_the_exact_next_value_or_leave_the_loss():
+    """Row 0's pending step gets the value of the decision after it (given by the trainer);
+    row 1's has none (its row waits for the opponent): it is masked and its predecessor's GAE
+    stops at it; row 2 has no pending step (its game ended), so a value for it is ignored."""
+    gamma, lam = 0.9, 0.8
+    buf = make_buffer(capacity=6, horizon=2, num_rows=3)
+    add(buf, [0, 1, 2], [0.5, 0.2, 0.1])
+    credit(buf, [0, 1, 2], [0.1, 0.2, 1.0], terminals=[False, False, True])
+    add(buf, [0, 1], [0.6, 0.3])
+    credit(buf, [0, 1], [0.05, 0.07])
+    add(buf, [2], [0.4], starts=[True])
+    credit(buf, [2], [-1.0], terminals=[True])
+    assert buf.pending(np.array([0, 1, 2])).tolist() == [3, 4, 6], "6 = the spare slot: no pending step"
+    buf.bootstrap(np.array([0, 2]), torch.tensor([0.7, 123.0]))
+    batch = buf.pack(gamma, lam)
+    assert batch.rows.reshape(-1).tolist() == [0, 0, 1, 1, 2, 2]
+    adv = batch.advantage.reshape(-1).tolist()
+    assert adv[1] == pytest.approx(0.05 + gamma * 0.7 - 0.6), "row 0: the given next value"
+    assert adv[0] == pytest.approx((0.1 + gamma * 0.6 - 0.5) + gamma * lam * adv[1])
+    assert adv[3] == 0.0 and adv[2] == pytest.approx(0.2 + gamma * 0.3 - 0.2), "row 1: GAE stops at the masked step"
+    assert adv[4] == pytest.approx(1.0 - 0.1) and adv[5] == pytest.approx(-1.0 - 0.4), "row 2: terminals"
+    assert batch.mask.reshape(-1).tolist() == [1.0, 1.0, 1.0, 0.0, 1.0, 1.0]
+    assert batch.ret.reshape(-1)[1].item() == pytest.approx(0.05 + gamma * 0.7)
 
 
 def test_pack_refuses_a_partial_buffer_and_add_refuses_overflow():

@@ -98,6 +98,49 @@ def test_done_rows_get_fresh_state_in_rollout():
     assert torch.count_nonzero(state_h[torch.from_numpy(~starts)]) > 0
 
 
+def pending_steps(buf) -> np.ndarray:
+    return ~buf.has_next & ~buf.terminal & ~buf.truncated
+
+
+@pytest.mark.parametrize("league", [False, True])
+def test_pending_steps_bootstrap_from_the_value_of_the_next_decision(league):
+    """Each row's last stored step of an epoch gets the value of the row's next decision: the
+    one dropped at the epoch's last step (league), or the one it is taking now (its value as the
+    next epoch's first decision computes it). Rows waiting for the opponent are masked."""
+    overrides = ["--league.enable", "true", "--league.activate-after-steps", "0"] if league else []
+    trainer = smoke_trainer(None, *overrides)
+    decisions = []
+    decide = trainer.learner.decide
+
+    def spy(obs, rows, *args, **kwargs):
+        d = decide(obs, rows, *args, **kwargs)
+        decisions.append(dict(zip(rows.tolist(), d.value.tolist())))
+        return d
+
+    trainer.learner.decide = spy
+    collect(trainer)
+    buf = trainer.buffer
+    pending, boot = pending_steps(buf), buf.bootstrapped
+    masked = pending & ~boot
+    assert boot.any() and masked.any() and not (boot & ~pending).any()
+    deciding = set(np.flatnonzero(trainer.env.masks).tolist())
+    given = {int(buf.rows[s]): buf.next_value[s].item() for s in np.flatnonzero(boot)}
+    dropped = {r: v for r, v in given.items() if r not in deciding}
+    assert all(v == pytest.approx(decisions[-1][r], abs=1e-6) for r, v in dropped.items())
+    assert bool(dropped) == league, "only the league's last step has more learner rows than room"
+    assert not set(buf.rows[masked].tolist()) & deciding, "a deciding row's pending step is never masked"
+    if league:
+        return
+    assert masked.sum() <= trainer.env.num_games, "self-play: at most the waiting seat of each game"
+    batch = buf.pack(0.99, 0.95)
+    assert batch.mask.sum().item() == buf.capacity - masked.sum()
+    epoch_one = len(decisions)
+    collect(trainer)  # no update in between: the same weights take the next epoch's first decisions
+    first = decisions[epoch_one]
+    assert set(first) == deciding
+    assert all(v == pytest.approx(first[r], abs=1e-6) for r, v in given.items())
+
+
 # ---- PPO ------------------------------------------------------------------------------------
 def test_first_minibatch_ratio_is_one_and_training_changes_weights():
     trainer = smoke_trainer(

@@ -143,6 +143,16 @@ class PolicyActor:
         self.state.c.index_copy_(0, rows, c2)
         return Decision(actions, logprob, entropy, value, h, c)
 
+    @torch.no_grad()
+    def values(self, obs: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """V of rows `rows` at observations `obs` from their current LSTM state, which is left
+        as it is: the value their next `decide` will see (the rollout's bootstrap at an epoch's
+        end). Rows must be mid-game: a row about to start a game would start from zeros."""
+        h, c = self.state.h.index_select(0, rows), self.state.c.index_select(0, rows)
+        x, _ = self.policy.encode(obs)
+        out, _ = self.policy.step(x, (h, c))
+        return self.policy.value(out)
+
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         rows_dev = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(self.device)
         d = self.decide(torch.from_numpy(obs[rows]).to(self.device), rows_dev)

@@ -22,7 +22,7 @@ from .layout import legal_from_obs
 from .rollout import Batch
 
 STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev")
-MINIBATCH_FIELDS = ("obs", "actions", "logprob", "value", "advantage", "ret", "boundary", "state_h", "state_c")
+MINIBATCH_FIELDS = ("obs", "actions", "logprob", "value", "advantage", "ret", "mask", "boundary", "state_h", "state_c")
 
 
 def unroll(
@@ -45,16 +45,17 @@ def unroll(
 
 
 class PPOLoss(nn.Module):
-    """Clipped policy and value losses with an entropy bonus. `params` are the sampler
-    parameters the rollout used; `coefs` = (clip, vf_coef, vf_clip, ent_coef) as a tensor so
-    annealing a coefficient never triggers a recompile."""
+    """Clipped policy and value losses with an entropy bonus, averaged over the steps `mask`
+    keeps (rollout.Batch.mask). `params` are the sampler parameters the rollout used; `coefs` =
+    (clip, vf_coef, vf_clip, ent_coef) as a tensor so annealing a coefficient never triggers a
+    recompile."""
 
     def __init__(self, policy: nn.Module, sampler):
         super().__init__()
         self.policy = policy
         self.sampler = sampler
 
-    def forward(self, obs, actions, logprob, value, advantage, ret, boundary, state_h, state_c, params, coefs):
+    def forward(self, obs, actions, logprob, value, advantage, ret, mask, boundary, state_h, state_c, params, coefs):
         out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
         legal, count = legal_from_obs(obs.reshape(out.shape[0], -1))
         new_logprob, entropy = self.sampler.log_prob_entropy(
@@ -62,19 +63,24 @@ class PPOLoss(nn.Module):
         )
         new_value = self.policy.value(out)
         old_logprob, old_value = logprob.reshape(-1), value.reshape(-1)
-        adv, ret = advantage.reshape(-1), ret.reshape(-1)
+        adv, ret, keep = advantage.reshape(-1), ret.reshape(-1), mask.reshape(-1)
+        kept = keep.sum().clamp_min(1.0)
+
+        def mean(x: torch.Tensor) -> torch.Tensor:
+            return (x * keep).sum() / kept
+
         clip, vf_coef, vf_clip, ent_coef = coefs[0], coefs[1], coefs[2], coefs[3]
         log_ratio = new_logprob - old_logprob
         ratio = log_ratio.exp()
-        pg_loss = torch.maximum(-adv * ratio, -adv * ratio.clamp(1.0 - clip, 1.0 + clip)).mean()
+        pg_loss = mean(torch.maximum(-adv * ratio, -adv * ratio.clamp(1.0 - clip, 1.0 + clip)))
         v_clipped = old_value + (new_value - old_value).clamp(-vf_clip, vf_clip)
-        v_loss = 0.5 * torch.maximum((new_value - ret) ** 2, (v_clipped - ret) ** 2).mean()
-        ent_mean = entropy.mean()
+        v_loss = 0.5 * mean(torch.maximum((new_value - ret) ** 2, (v_clipped - ret) ** 2))
+        ent_mean = mean(entropy)
         loss = pg_loss + vf_coef * v_loss - ent_coef * ent_mean
         with torch.no_grad():
-            approx_kl = ((ratio - 1.0) - log_ratio).mean()
-            clipfrac = ((ratio - 1.0).abs() > clip).float().mean()
-            stats = torch.stack([pg_loss, v_loss, ent_mean, approx_kl, clipfrac, (ratio - 1.0).abs().max()])
+            approx_kl = mean((ratio - 1.0) - log_ratio)
+            clipfrac = mean(((ratio - 1.0).abs() > clip).float())
+            stats = torch.stack([pg_loss, v_loss, ent_mean, approx_kl, clipfrac, ((ratio - 1.0).abs() * keep).max()])
         return loss, stats
 
 
@@ -123,6 +129,7 @@ class PPOUpdater:
             "value": (m, t),
             "advantage": (m, t),
             "ret": (m, t),
+            "mask": (m, t),
             "boundary": (m, t),
             "state_h": (m, t, hidden_size),
             "state_c": (m, t, hidden_size),
@@ -183,9 +190,12 @@ class PPOUpdater:
         whether to stop ([train] nan_policy). Checked on the device, read with the statistics."""
         s = self.settings
         snapshot = self._snapshot()
-        if s.norm_adv:  # over the whole batch, once per epoch
-            adv = batch.advantage
-            batch.advantage = (adv - adv.mean()) / (adv.std() + 1e-8)
+        if s.norm_adv:  # over the batch's trained steps, once per epoch
+            adv, keep = batch.advantage, batch.mask
+            kept = keep.sum()
+            mean = (adv * keep).sum() / kept
+            std = (((adv - mean) ** 2 * keep).sum() / (kept - 1.0).clamp_min(1.0)).sqrt()
+            batch.advantage = (adv - mean) / (std + 1e-8) * keep
         segments = batch.obs.shape[0]
         n_mb = segments // s.minibatch_segments
         totals = torch.zeros(len(STAT_NAMES) + 1, device=self.device)  # stays on the device until the end

@@ -9,6 +9,14 @@ was taken from, so training can restart the recurrence exactly wherever a segmen
 an episode begins. Data never crosses an epoch, so PPO's ratio is exactly 1 before the first
 gradient step (up to rounding when the loss runs in bf16: `[train] precision`).
 
+A row's last stored step of an epoch is *pending*: its next decision falls in the next epoch.
+Bootstrapping it from its own value would give it an advantage of about 0 and shrink its return
+toward gamma * V(s) (one step in eight with 2,048 rows and a batch of 16,384), so the trainer
+hands the buffer the exact next value where it exists (`bootstrap`): the row's decision that was
+not stored, or the value of the observation it is deciding on now. A row still waiting for the
+opponent's turn has no next state yet; its pending step is left out of the loss (`Batch.mask`)
+and its predecessors' GAE stops at it.
+
 The buffer lives in two halves so that an env step moves nothing but observations and actions
 between host and device. What the env reports (rows, rewards, done flags, which step follows
 which) is host bookkeeping in numpy; what the policy produces (observations, actions,
@@ -38,6 +46,7 @@ class Batch:
     boundary: torch.Tensor  # 1.0 where the recurrence restarts from the stored state
     state_h: torch.Tensor
     state_c: torch.Tensor
+    mask: torch.Tensor  # 1.0 = trained; 0.0 = a pending step with no next state (out of the loss)
     rows: torch.Tensor  # env row of each step (for tests and diagnostics)
 
 
@@ -92,6 +101,7 @@ class RolloutBuffer:
         self.value = torch.zeros(spare, device=self.device)
         self.state_h = torch.zeros(spare, hidden_size, device=self.device)
         self.state_c = torch.zeros(spare, hidden_size, device=self.device)
+        self.next_value = torch.zeros(spare, device=self.device)  # a pending step's bootstrap, by slot
         # host half: the env's bookkeeping
         self.rows = np.zeros(capacity, dtype=np.int64)
         self.reward = np.zeros(capacity, dtype=np.float32)
@@ -99,6 +109,7 @@ class RolloutBuffer:
         self.truncated = np.zeros(capacity, dtype=bool)
         self.episode_start = np.zeros(capacity, dtype=bool)
         self.next_index = np.full(capacity, -1, dtype=np.int64)  # the row's next stored step
+        self.bootstrapped = np.zeros(capacity, dtype=bool)  # next_value holds the pending step's next value
         self.last_index = np.full(num_rows, -1, dtype=np.int64)
         self.size = 0
 
@@ -117,6 +128,23 @@ class RolloutBuffer:
         self.reward[:] = 0.0
         self.terminal[:] = False
         self.truncated[:] = False
+        self.bootstrapped[:] = False
+
+    def pending(self, rows: np.ndarray) -> np.ndarray:
+        """Each row's pending step (its latest stored one, still in a game, not yet followed by
+        another), or `capacity` (the spare slot) where it has none."""
+        last = self.last_index[rows]
+        safe = np.maximum(last, 0)
+        open_ = (last >= 0) & ~self.has_next[safe] & ~self.terminal[safe] & ~self.truncated[safe]
+        return np.where(open_, last, self.capacity)
+
+    def bootstrap(self, rows: np.ndarray, values: torch.Tensor) -> None:
+        """The next state's value of each row's pending step (`values` on the device, one per
+        row): where the row's next decision was taken but not stored, or is being taken now.
+        Rows without a pending step are ignored."""
+        slots = self.pending(rows)
+        self.bootstrapped[slots[slots < self.capacity]] = True
+        self.next_value.index_copy_(0, torch.from_numpy(slots).to(self.device), values.to(self.next_value.dtype))
 
     def credit(self, rows: np.ndarray, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray) -> None:
         """Adds rewards (and done flags) to each row's latest stored step of this epoch."""
@@ -170,24 +198,31 @@ class RolloutBuffer:
         ):
             dst.index_copy_(0, slots, src.to(dst.dtype))
 
-    def _advantages(self, order: np.ndarray, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """GAE along each row's decisions (in packed order). Terminals stop the bootstrap;
-        truncations (turn cap) and the epoch's last pending step bootstrap from the step's
-        own value, the closest estimate of the unseen next state."""
+    def _advantages(
+        self, order: np.ndarray, gamma: float, lam: float
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """GAE along each row's decisions (in packed order), and the loss mask. Terminals stop
+        the bootstrap; truncations (turn cap) bootstrap from the step's own value, the closest
+        estimate of the state the game was cut at; a pending step bootstraps from its exact next
+        value, or without one is masked (its delta is 0, so its predecessor's GAE stops there)."""
         dev = self.device
+
+        def on_device(a: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(a).to(dev)
+
         value = self.value[: self.capacity]
         has_next = self.has_next
-        next_v = torch.where(
-            torch.from_numpy(has_next).to(dev), value[torch.from_numpy(np.maximum(self.next_index, 0)).to(dev)], value
-        )
-        next_v = torch.where(torch.from_numpy(self.terminal).to(dev), torch.zeros_like(next_v), next_v)
-        index = torch.from_numpy(order).to(dev)
-        reward = torch.from_numpy(self.reward).to(dev)
-        delta = (reward + gamma * next_v - value)[index]
         done = self.terminal | self.truncated
-        cont = torch.from_numpy((has_next & ~done)[order].astype(np.float32)).to(dev) * gamma * lam
+        unknown = ~has_next & ~done & ~self.bootstrapped  # pending, the next state not seen yet
+        next_v = torch.where(on_device(has_next), value[on_device(np.maximum(self.next_index, 0))], value)
+        next_v = torch.where(on_device(self.bootstrapped), self.next_value[: self.capacity], next_v)
+        next_v = torch.where(on_device(self.terminal), torch.zeros_like(next_v), next_v)
+        index = on_device(order)
+        reward = on_device(self.reward)
+        delta = torch.where(on_device(unknown), 0.0, reward + gamma * next_v - value)[index]
+        cont = on_device((has_next & ~done)[order].astype(np.float32)) * gamma * lam
         adv = discounted_sums(delta, cont, row_runs(self.rows[order]))
-        return adv, adv + value[index]
+        return adv, adv + value[index], on_device((~unknown)[order].astype(np.float32))
 
     def pack(self, gamma: float, lam: float) -> Batch:
         if not self.full:
@@ -198,7 +233,7 @@ class RolloutBuffer:
         boundary[1:] = rows[1:] != rows[:-1]
         boundary |= self.episode_start[order]
         boundary[:: self.horizon] = True
-        adv, ret = self._advantages(order, gamma, lam)
+        adv, ret, mask = self._advantages(order, gamma, lam)
         index = torch.from_numpy(order).to(self.device)
         shape = (self.capacity // self.horizon, self.horizon)
 
@@ -215,5 +250,6 @@ class RolloutBuffer:
             boundary=torch.from_numpy(boundary.astype(np.float32)).to(self.device).reshape(shape),
             state_h=take(self.state_h),
             state_c=take(self.state_c),
+            mask=mask.reshape(shape),
             rows=torch.from_numpy(rows).to(self.device).reshape(shape),
         )

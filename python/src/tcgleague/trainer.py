@@ -167,10 +167,13 @@ class Trainer:
             k = min(len(mine), buffer.capacity - buffer.size)
             slots = np.full(len(rows), buffer.capacity)
             slots[np.searchsorted(rows, mine[:k])] = buffer.reserve(mine[:k], self.episode_start[mine[:k]])
-            buffer.forget(mine[k:])
             obs, rows_dev, slots_dev, starts = self.transfer.upload(self.obs, rows, slots, self.episode_start[rows])
             d = self.learner.decide(obs, rows_dev, params, episode_start=starts)
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
+            if k < len(mine):  # the epoch's last step: decisions that no longer fit are dropped
+                dropped = torch.from_numpy(np.searchsorted(rows, mine[k:])).to(self.device)
+                buffer.bootstrap(mine[k:], d.value[dropped])  # the exact next value of their pending step
+                buffer.forget(mine[k:])
             stored = slots_dev < buffer.capacity
             entropy_sum += torch.where(stored, d.entropy, 0.0).sum()
             noops += ((d.actions[:, 0] == PASS) & stored).sum()
@@ -186,11 +189,23 @@ class Trainer:
             buffer.credit(events, rewards[events], terminals[events], truncations[events])
             self.episode_start[done] = True  # the learner's state for these rows restarts at their next decision
             infos.extend(step_infos)
+        self.bootstrap_pending()
         self.global_step += decisions
         stats = summarize_episodes(infos)
         stats["sampler/rollout_entropy"] = float(entropy_sum) / max(1, decisions)
         stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that PASS
         return stats
+
+    def bootstrap_pending(self) -> None:
+        """The pending steps of the learner rows deciding now (mid-game) get the value of the
+        observation they decide on, from their current state and the weights that collected the
+        epoch: the next epoch's first decision of those rows starts from exactly there."""
+        rows = np.flatnonzero(self.env.masks)
+        mine, _ = self.opponents.split(rows)
+        mine = mine[~self.episode_start[mine]]
+        if len(mine):
+            obs = torch.from_numpy(self.obs[mine]).to(self.device)
+            self.buffer.bootstrap(mine, self.learner.values(obs, torch.from_numpy(mine).to(self.device)))
 
     # ---- verb 2: update ------------------------------------------------------------------------
     def update(self, params: torch.Tensor) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -35,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra and not hasattr(BENCHES[args.bench], "ACCEPTS_OVERRIDES"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.command = shlex.join(["python", "-m", "tcgleague.bench", *(sys.argv[1:] if argv is None else argv)])
     args.overrides = extra + (["--base.device", args.device] if getattr(args, "device", None) else [])
     output_file(args.json, "--json")
     figures = BENCHES[args.bench].run(args)

@@ -10,6 +10,7 @@ games): does the league pay for itself? Learning is compared per step, not per m
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 import uuid
 from pathlib import Path
@@ -37,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=12345, help="evaluation seed (the deals)")
     p.add_argument("--league", action="store_true", help="train the league and the self-play baseline")
     p.add_argument("--league-config", default="configs/league.ini")
+    p.add_argument("--label", default="", help="what this run changes (the experiments table's first column)")
 
 
 def train_one(config: str, args: argparse.Namespace, tag: str, league: bool = False) -> dict:
@@ -63,7 +65,9 @@ def train_one(config: str, args: argparse.Namespace, tag: str, league: bool = Fa
     minutes = (time.perf_counter() - start) / 60.0
     print(f"{tag}: {trainer.global_step:,} steps ({trainer.epoch} epochs) in {minutes:.1f} min; {final[-1]}")
     figures = {"steps": trainer.global_step, "epochs": trainer.epoch, "minutes": minutes, "config": config}
-    figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), curve=read_curve(run_dir))
+    figures.update(
+        checkpoint=str(final[-1]), run_dir=str(run_dir), curve=read_curve(run_dir), sps=training_sps(run_dir)
+    )
     loaded = load_checkpoint(final[-1])
     for bot in BOTS:
         r = evaluate_loaded(loaded, bot, args.episodes, args.seed)
@@ -90,12 +94,18 @@ def read_curve(run_dir: Path) -> list[dict]:
     ]
 
 
+def training_sps(run_dir: Path) -> float:
+    """Median of the epochs' learner steps per second (collect + update; the evaluations and
+    checkpoints between epochs are not training): robust to a neighbour's burst on a shared box."""
+    return statistics.median(m["perf/sps"] for m in read_metrics(run_dir / METRICS_FILE) if "perf/sps" in m)
+
+
 def interval(f: dict, bot: str) -> str:
     return f"{f[f'winrate_vs_{bot}']:.3f} [{f[f'wilson_low_vs_{bot}']:.3f}, {f[f'wilson_high_vs_{bot}']:.3f}]"
 
 
 def rows_of(f: dict, name: str, episodes: int) -> list[tuple[str, str, str]]:
-    rows = [(f"{name}: steps / minutes", f"{f['steps']:,} / {f['minutes']:.1f}", "")]
+    rows = [(f"{name}: steps / minutes / SPS", f"{f['steps']:,} / {f['minutes']:.1f} / {f['sps']:,.0f}", "")]
     rows += [(f"{name}: vs {bot} ({episodes} duplicate games)", interval(f, bot), "") for bot in BOTS]
     curve = " ".join(f"{p['step'] / 1e6:.1f}M:{p['winrate_vs_greedy']:.2f}" for p in f["curve"])
     return [*rows, (f"{name}: curve vs greedy", curve or "(no curve points)", "")]
@@ -104,13 +114,14 @@ def rows_of(f: dict, name: str, episodes: int) -> list[tuple[str, str, str]]:
 def run(args: argparse.Namespace) -> dict:
     if not args.league:
         figures = train_one(args.config, args, "learn")
-        figures["episodes"] = args.episodes
+        figures.update(episodes=args.episodes, command=args.command, label=args.label)
         print_table(f"learning ({args.config})", rows_of(figures, "final", args.episodes))
         return figures
     league = train_one(args.league_config, args, "league", league=True)
     selfplay = train_one(args.config, args, "selfplay")
     r = evaluate_loaded(load_checkpoint(league["checkpoint"]), selfplay["checkpoint"], args.episodes, args.seed)
-    figures = {"league": league, "selfplay": selfplay, "episodes": args.episodes}
+    figures = {"league": league, "selfplay": selfplay, "episodes": args.episodes, "command": args.command}
+    figures["label"] = args.label
     figures.update(
         winrate_league_vs_selfplay=r["winrate"],
         wilson_low_league_vs_selfplay=r["wilson_low"],
