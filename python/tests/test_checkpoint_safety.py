@@ -151,6 +151,12 @@ BOTH = [
     ("hidden-size-str", put(("policy_config", "hidden_size"), "32"), "policy_config.hidden_size", f"{WIDTH}, got '32'"),
     ("hidden-size-zero", put(("policy_config", "hidden_size"), 0), "policy_config.hidden_size", f"{WIDTH}, got 0"),
     ("entity-dim-bool", put(("policy_config", "entity_dim"), True), "policy_config.entity_dim", f"{WIDTH}, got True"),
+    (
+        "attention-layers-huge",
+        put(("policy_config", "entity_attention_layers"), 9),
+        "policy_config.entity_attention_layers",
+        "an integer in [0, 8], got 9",
+    ),
     ("format-version-str", put(("format_version",), "1"), "format_version", "integer >= 1"),
     ("format-str-int", put(("format",), 1), "format", "expected a string"),
     ("global-step-negative", put(("global_step",), -1), "global_step", "integer >= 0"),

@@ -28,7 +28,8 @@ def write_ini(tmp_path, text: str) -> Path:
 def test_defaults_load():
     cfg = load_config(None, [])
     assert isinstance(cfg, Config)
-    assert cfg.train.batch_size == 16384 and cfg.train.minibatch_size == 2048
+    assert cfg.train.batch_size == 16384 and cfg.train.minibatch_size == 1024 and cfg.train.update_epochs == 2
+    assert cfg.to_dict() == load_config(CONFIGS / "default.ini", []).to_dict(), "configs/default.ini is the defaults"
     assert cfg.train.compile == "auto" and cfg.train.norm_adv is True and cfg.train.precision == "fp32"
     assert cfg.train.compile_mode == "reduce-overhead"
     assert cfg.policy.subaction_temperature_anneal_start_step is None

@@ -49,10 +49,21 @@ def make_policy(env, seed=0, **kw):
 
 
 def test_config_round_trip_and_unknown_keys():
-    cfg = PolicyConfig(n_cards=74, card_embed_dim=16, entity_dim=48, hidden_size=96)
+    cfg = PolicyConfig(n_cards=74, card_embed_dim=16, entity_dim=48, hidden_size=96, entity_attention_layers=1)
     d = cfg.to_dict()
-    assert d == {"n_cards": 74, "card_embed_dim": 16, "entity_dim": 48, "hidden_size": 96, "n_decks": cfg.n_decks}
+    assert d == {
+        "n_cards": 74,
+        "card_embed_dim": 16,
+        "entity_dim": 48,
+        "hidden_size": 96,
+        "n_decks": cfg.n_decks,
+        "entity_attention_layers": 1,
+    }
     assert PolicyConfig.from_dict(d) == cfg
+    old = {k: v for k, v in d.items() if k != "entity_attention_layers"}  # a checkpoint from before the key
+    assert PolicyConfig.from_dict(old).entity_attention_layers == 0
+    with pytest.raises(ValueError, match="entity_attention_layers must be an int >= 0"):
+        PolicyConfig(n_cards=74, entity_attention_layers=-1)
     with pytest.raises(ValueError, match="unknown keys.*hiden_size"):
         PolicyConfig.from_dict({**d, "hiden_size": 64})
     with pytest.raises(ValueError, match="hidden_size"):
@@ -122,6 +133,29 @@ def test_observation_features_matter(data):
         assert not torch.allclose(policy.encode(o2)[0], x0), col
 
 
+def test_entity_attention_makes_entities_see_each_other_but_not_absent_ones(data):
+    """Without attention an entity's embedding depends on its own features only; with it, a
+    present entity changes the others', and an absent one's features change nothing."""
+    obs, env = data
+    o = obs[5][:4].clone()
+    ef, off, w = LAYOUT["entity_features"], LAYOUT["entity_offset"], LAYOUT["entity_width"]
+    present = o[:, off + ef["present"] :: w][:, : LAYOUT["n_entities"]] > 0.5
+    both = present.all(0)
+    alive, gone = int(both.nonzero()[0]), int((~present).all(0).nonzero()[0])
+    other = int(both.nonzero()[1])
+    pooled_only, attending = make_policy(env), make_policy(env, entity_attention_layers=1)
+    for policy, sees_others in ((pooled_only, False), (attending, True)):
+        _, ent = policy.encode(o)
+        changed = o.clone()
+        changed[:, off + other * w + ef["health"]] += 3
+        moved = not torch.allclose(policy.encode(changed)[1][:, alive], ent[:, alive])
+        assert moved == sees_others
+        hidden = o.clone()
+        hidden[:, off + gone * w + ef["health"]] += 3  # an absent entity's stale features
+        torch.testing.assert_close(policy.encode(hidden)[1][:, alive], ent[:, alive])
+        assert torch.isfinite(ent).all()
+
+
 # ---- the recurrence ------------------------------------------------------------------------------
 def test_lstm_cell_is_bit_identical_to_nn_lstmcell_forward_and_backward():
     g = torch.Generator().manual_seed(0)
@@ -145,10 +179,12 @@ def test_lstm_cell_is_bit_identical_to_nn_lstmcell_forward_and_backward():
         assert a.abs().sum() > 0, name
 
 
-def sequence(data, M=8, T=12, seed=1):
+def sequence(data, M=8, T=12, seed=1, attention_layers=0):
     """obs [M, T, obs], boundaries (t = 0 plus mid-sequence restarts) and stored states [M, T, H]."""
     obs, env = data
-    policy = make_policy(env, seed=seed, entity_dim=16, hidden_size=16, card_embed_dim=8)
+    policy = make_policy(
+        env, seed=seed, entity_dim=16, hidden_size=16, card_embed_dim=8, entity_attention_layers=attention_layers
+    )
     o = obs[:T, :M].transpose(0, 1).contiguous()
     boundary = torch.zeros(M, T)
     boundary[:, 0] = 1.0
@@ -208,9 +244,10 @@ def test_unroll_equals_stepping_with_stored_states_restored_at_boundaries(data):
         assert not torch.allclose(zeroed.reshape(M, T, -1)[:, 0], out[:, 0], atol=1e-4)
 
 
-def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data):
+@pytest.mark.parametrize("attention_layers", [0, 1])
+def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, attention_layers):
     """The PPO loss (ppo.PPOLoss, what training differentiates) reaches every parameter."""
-    policy, obs, boundary, state_h, state_c = sequence(data, M=8, T=12, seed=2)
+    policy, obs, boundary, state_h, state_c = sequence(data, M=8, T=12, seed=2, attention_layers=attention_layers)
     sampler = TCGSampler(1.0, 1.3, 0.1)
     params = sampler.params_tensor()
     M, T = boundary.shape
@@ -258,7 +295,7 @@ def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data):
 @pytest.mark.slow  # inductor C++ compile: ~10 s warm cache, 20-50 s cold on a loaded 2-core box
 def test_torch_compile_matches_eager(data):
     obs, env = data
-    policy = make_policy(env, card_embed_dim=8, entity_dim=16, hidden_size=16).eval()
+    policy = make_policy(env, card_embed_dim=8, entity_dim=16, hidden_size=16, entity_attention_layers=1).eval()
     o = obs[4][:8].clone()
     B = o.shape[0]
     t = torch.tensor([0, 1, 2, 3, 4, 5, 6, 7])

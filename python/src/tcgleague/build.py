@@ -40,7 +40,11 @@ def policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
     """The architecture a run with this config builds."""
     p = cfg.policy
     return PolicyConfig(
-        n_cards=n_cards, card_embed_dim=p.card_embed_dim, entity_dim=p.entity_dim, hidden_size=p.hidden_size
+        n_cards=n_cards,
+        card_embed_dim=p.card_embed_dim,
+        entity_dim=p.entity_dim,
+        hidden_size=p.hidden_size,
+        entity_attention_layers=p.entity_attention_layers,
     )
 
 

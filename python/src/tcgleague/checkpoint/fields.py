@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from ..config.validate import MAX_WIDTH
+from ..config.validate import MAX_ATTENTION_LAYERS, MAX_WIDTH
 from ..layout import ACTION_WIDTH
 from ..policy.tcg_sampler import TCGSampler
 from ..vecenv import VecEnv
@@ -114,7 +114,12 @@ def _policy(v: Any, field: str) -> None:
 
 def _policy_config(v: Any, field: str) -> None:
     """Bounded too: a loader allocates whatever a crafted architecture asks for."""
-    _str_map(v, field, lambda x: _is_int(x) and 1 <= x <= MAX_WIDTH, f"an integer in [1, {MAX_WIDTH}]")
+    config = _dict(v, field)
+    layers = {k: x for k, x in config.items() if k == "entity_attention_layers"}
+    widths = {k: x for k, x in config.items() if k != "entity_attention_layers"}
+    _str_map(widths, field, lambda x: _is_int(x) and 1 <= x <= MAX_WIDTH, f"an integer in [1, {MAX_WIDTH}]")
+    bounded = f"an integer in [0, {MAX_ATTENTION_LAYERS}]"
+    _str_map(layers, field, lambda x: _is_int(x) and 0 <= x <= MAX_ATTENTION_LAYERS, bounded)
 
 
 def _fingerprint(v: Any, field: str) -> None:

@@ -53,6 +53,7 @@ class PolicySection:
     card_embed_dim: int = 32
     entity_dim: int = 64
     hidden_size: int = 128
+    entity_attention_layers: int = 0
     primary_temperature: float = 1.0
     subaction_temperature_initial: float = 1.0
     subaction_temperature_final: float = 1.0
@@ -72,9 +73,9 @@ class PolicySection:
 class TrainSection:
     total_timesteps: int = 8_000_000
     batch_size: int = 16384
-    minibatch_size: int = 2048
+    minibatch_size: int = 1024
     bptt_horizon: int = 16
-    update_epochs: int = 1
+    update_epochs: int = 2
     learning_rate: float = 6e-4
     lr_schedule: str = "linear"  # linear | cosine | constant
     gamma: float = 0.99

@@ -34,6 +34,7 @@ from .sections import (
 MAX_THREADS = max(64, 4 * (os.cpu_count() or 1))  # torch / OpenMP threads: thousands exhaust the process
 MAX_TURN_CAP = 1000  # the engine counts turns in int16; real games end within ~40 turns
 MAX_WIDTH = 8192  # policy widths: 8192 already needs gigabytes per layer
+MAX_ATTENTION_LAYERS = 8  # [policy] entity_attention_layers (a checkpoint's too)
 MAX_TIMESTEPS = 10**15
 
 # --------------------------------------------------------------------------------------------
@@ -126,6 +127,12 @@ def validate(cfg: Config) -> None:
     # [policy]
     for key in ("card_embed_dim", "entity_dim", "hidden_size"):
         check(1 <= getattr(p, key) <= MAX_WIDTH, "policy", key, f"must be in [1, {MAX_WIDTH}] (e.g. 64)")
+    check(
+        0 <= p.entity_attention_layers <= MAX_ATTENTION_LAYERS,
+        "policy",
+        "entity_attention_layers",
+        f"must be in [0, {MAX_ATTENTION_LAYERS}] (e.g. 1)",
+    )
     for key in ("primary_temperature", "subaction_temperature_initial", "subaction_temperature_final"):
         check(getattr(p, key) > 0, "policy", key, "temperatures must be > 0 (e.g. 1.0)")
     for key in ("smoothing_eps_initial", "smoothing_eps_final"):

@@ -95,12 +95,13 @@ class PolicyConfig:
     entity_dim: int = 64
     hidden_size: int = 128
     n_decks: int = 32  # deck-id embedding rows (ids are clamped into range)
+    entity_attention_layers: int = 0  # transformer layers over the entity rows (0 = none)
 
     def __post_init__(self):
         for f in fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"PolicyConfig.{f.name} must be a positive int, got {v!r}")
+            v, least = getattr(self, f.name), 0 if f.name == "entity_attention_layers" else 1
+            if isinstance(v, bool) or not isinstance(v, int) or v < least:
+                raise ValueError(f"PolicyConfig.{f.name} must be an int >= {least}, got {v!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -132,6 +133,30 @@ def _groups() -> list[tuple[str, int, int]]:
         e = starts[i + 1][1] if i + 1 < len(starts) else LAYOUT["n_entities"]
         out.append((name, s, e))
     return out
+
+
+class EntityAttention(nn.Module):
+    """One pre-norm transformer layer over the entity rows. Pooling and the pointer heads see
+    each entity on its own; attention lets an entity's embedding depend on the others (what a
+    minion is worth depends on what it can attack and what blocks it). Only present entities
+    and the NONE row are attended to, so no row ever attends to nothing."""
+
+    def __init__(self, dim: int, heads: int):
+        super().__init__()
+        self.heads, self.scale = heads, 1.0 / math.sqrt(dim // heads)
+        self.norm_attention, self.norm_ff = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        self.ff = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
+
+    def forward(self, x: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
+        """x [B, N, D], visible [B, N] (1.0 = may be attended to) -> [B, N, D]."""
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm_attention(x)).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        # an additive mask, not -inf: a fully masked row would give NaN (it cannot happen, NONE is visible)
+        scores = (q @ k.transpose(-1, -2)) * self.scale + (visible[:, None, None, :] - 1.0) * 1e9
+        mixed = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d)
+        x = x + self.proj(mixed)
+        return x + self.ff(self.norm_ff(x))
 
 
 class TCGPolicy(nn.Module):
@@ -174,6 +199,8 @@ class TCGPolicy(nn.Module):
         self.n_ent_num = len(num_names) + self.n_card_types
         self.ent_num = nn.Linear(self.n_ent_num, D, bias=False)
         self.ent_out = nn.Linear(D, D)
+        heads = 4 if D % 4 == 0 else 1
+        self.attention = nn.ModuleList(EntityAttention(D, heads) for _ in range(config.entity_attention_layers))
         self.register_buffer("slot_base", torch.arange(self.n_entities + 1) * config.n_cards, persistent=False)
 
         # ---- set pooling per zone: groups of size > 1 get masked mean + max, singletons the row ----
@@ -233,11 +260,17 @@ class TCGPolicy(nn.Module):
         lookup = F.embedding(index, table.reshape(-1, self.entity_dim))  # [B, n + 1, D]
         h = torch.addmm(lookup.reshape(-1, self.entity_dim), num.reshape(-1, self.n_ent_num), self.ent_num.weight.t())
         h = F.relu(self.ent_out(F.relu(h))).reshape(B, n + 1, self.entity_dim)
+        present = raw[..., self.ef_present].gt(0.5).to(h.dtype)  # [B, n]
+        if len(self.attention):
+            visible = F.pad(present, (0, 1), value=1.0)  # + the NONE row
+            for layer in self.attention:
+                h = layer(h, visible)
+            h = F.relu(h)
         ent = h  # [B, n + 1, D], >= 0
 
         # set pooling per zone: masked mean and max (rows are >= 0 after ReLU, so zeroing absent
         # rows gives the max over present rows, and 0 for an empty zone)
-        pf = F.pad(raw[..., self.ef_present].gt(0.5).to(h.dtype), (0, 1))  # [B, n + 1], NONE row 0
+        pf = F.pad(present, (0, 1))  # [B, n + 1], NONE row 0
         hm = h * pf.unsqueeze(-1)
         # one split (its backward is a single cat) instead of slices (each slice's backward
         # would zero-fill a full [B, n + 1, D] gradient)
