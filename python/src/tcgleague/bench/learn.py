@@ -65,9 +65,7 @@ def train_one(config: str, args: argparse.Namespace, tag: str, league: bool = Fa
     minutes = (time.perf_counter() - start) / 60.0
     print(f"{tag}: {trainer.global_step:,} steps ({trainer.epoch} epochs) in {minutes:.1f} min; {final[-1]}")
     figures = {"steps": trainer.global_step, "epochs": trainer.epoch, "minutes": minutes, "config": config}
-    figures.update(
-        checkpoint=str(final[-1]), run_dir=str(run_dir), curve=read_curve(run_dir), sps=training_sps(run_dir)
-    )
+    figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), **run_figures(read_metrics(run_dir / METRICS_FILE)))
     loaded = load_checkpoint(final[-1])
     for bot in BOTS:
         r = evaluate_loaded(loaded, bot, args.episodes, args.seed)
@@ -85,19 +83,17 @@ def train_one(config: str, args: argparse.Namespace, tag: str, league: bool = Fa
     return figures
 
 
-def read_curve(run_dir: Path) -> list[dict]:
-    """The periodic evaluations of a run: [{step, winrate_vs_<bot>...}] in step order."""
-    return [
+def run_figures(metrics: list[dict]) -> dict:
+    """From a run's metrics.jsonl records: its curve, the periodic evaluations in step order
+    ([{step, winrate_vs_<bot>...}]), and its SPS, the median of the epochs' learner steps per
+    second (collect + update; evaluations and checkpoints between epochs are not training):
+    robust to a neighbour's burst on a shared box."""
+    curve = [
         {"step": m["global_step"], **{f"winrate_vs_{b}": m[f"eval/winrate_vs_{b}"] for b in BOTS}}
-        for m in read_metrics(run_dir / METRICS_FILE)
+        for m in metrics
         if "eval/winrate_vs_greedy" in m
     ]
-
-
-def training_sps(run_dir: Path) -> float:
-    """Median of the epochs' learner steps per second (collect + update; the evaluations and
-    checkpoints between epochs are not training): robust to a neighbour's burst on a shared box."""
-    return statistics.median(m["perf/sps"] for m in read_metrics(run_dir / METRICS_FILE) if "perf/sps" in m)
+    return {"curve": curve, "sps": statistics.median(m["perf/sps"] for m in metrics if "perf/sps" in m)}
 
 
 def interval(f: dict, bot: str) -> str:

@@ -114,12 +114,10 @@ def _policy(v: Any, field: str) -> None:
 
 def _policy_config(v: Any, field: str) -> None:
     """Bounded too: a loader allocates whatever a crafted architecture asks for."""
-    config = _dict(v, field)
-    layers = {k: x for k, x in config.items() if k == "entity_attention_layers"}
-    widths = {k: x for k, x in config.items() if k != "entity_attention_layers"}
-    _str_map(widths, field, lambda x: _is_int(x) and 1 <= x <= MAX_WIDTH, f"an integer in [1, {MAX_WIDTH}]")
-    bounded = f"an integer in [0, {MAX_ATTENTION_LAYERS}]"
-    _str_map(layers, field, lambda x: _is_int(x) and 0 <= x <= MAX_ATTENTION_LAYERS, bounded)
+    for k, x in _dict(v, field).items():
+        low, high = (0, MAX_ATTENTION_LAYERS) if k == "entity_attention_layers" else (1, MAX_WIDTH)
+        ok = isinstance(k, str) and _is_int(x) and low <= x <= high
+        _require(ok, f"{field}.{k}", f"expected an integer in [{low}, {high}], got {x!r}")
 
 
 def _fingerprint(v: Any, field: str) -> None:
