@@ -220,7 +220,7 @@ def test_not_yet_active_is_pure_selfplay():
         assert len(theirs) == 0 and np.array_equal(mine, rows)
         actions[rows] = random_actions(obs[rows], rng)
         obs, rewards, terminals, truncations, infos = env.step(actions)
-        mask = league.after_step(terminals, truncations, infos, global_step=step * 6)
+        mask = league.after_step(rewards, terminals, truncations, infos, global_step=step * 6)
         dones += int(terminals.sum())
         assert mask.all() and league.matchmaker.learner_mask.all()
         assert set(league.matchmaker.opponent_ids()) == {SELF}
@@ -278,7 +278,7 @@ def test_matchups_change_only_at_episode_boundaries():
                 result = 0 if info["winner"] == 2 else (1 if info["winner"] == seats[g] else -1)
                 outcomes.setdefault(game_ids[g], []).append(result)
         global_step += len(mine)
-        mask = league.after_step(terminals, truncations, infos, global_step)
+        mask = league.after_step(rewards, terminals, truncations, infos, global_step)
         assert np.array_equal(mask[rows], np.isin(rows, mine))  # the mask that was in force
         done_rows = np.flatnonzero(done)
         state = league.pool.state  # opponent state reset by row index
@@ -349,7 +349,7 @@ def test_after_step_credits_the_learner_seat():
         {"winner": 1},  # game 1: seat 1 wins -> the learner (seat 0) lost vs m0
         {"winner": 0},  # game 2: self-play, not booked
     ]
-    mask = league.after_step(terminals, truncations, records, global_step=10)
+    mask = league.after_step(np.zeros(8, dtype=np.float32), terminals, truncations, records, global_step=10)
     assert list(mask) == in_force  # the mask of the step taken
     assert mgr.payoff.table == {}, "results reach the payoff once per epoch"
     league.record_results()
@@ -365,13 +365,13 @@ def test_after_step_credits_the_learner_seat():
     league, mgr = _bot_league(cfg, 2)
     _force(league, [RANDOM, RANDOM], seats=[1, 0])
     ended = (np.array([True, True, False, False]), np.array([False, False, True, True]))
-    league.after_step(*ended, [{"winner": 0}, {"winner": DRAW}], 10)
+    league.after_step(np.zeros(4, dtype=np.float32), *ended, [{"winner": 0}, {"winner": DRAW}], 10)
     league.record_results()
     assert mgr.payoff.table[(LEARNER, RANDOM)] == [0.0, 1.0, 2.0]  # a loss and a draw
     assert mgr.payoff.table[(RANDOM, LEARNER)] == [1.0, 1.0, 2.0]
     assert league.metrics()["league/payoff_vs_random"] == 0.25
     with pytest.raises(RuntimeError, match="lost episode records"):
-        league.after_step(*ended, [{"winner": 0}], 11)
+        league.after_step(np.zeros(4, dtype=np.float32), *ended, [{"winner": 0}], 11)
 
 
 def test_league_results_follow_the_winner_whatever_the_shaping():
@@ -400,7 +400,7 @@ def test_league_results_follow_the_winner_whatever_the_shaping():
             tally = expected.setdefault(opponents[g], [0.0, 0.0, 0.0])
             tally[0], tally[1], tally[2] = tally[0] + won, tally[1] + drawn, tally[2] + 1
             misread += (rewards[2 * g + seats[g]] > 0.5) != won
-        league.after_step(terminals, truncations, infos, step)
+        league.after_step(rewards, terminals, truncations, infos, step)
     assert misread > 0, "the shaping never moved a final reward across 0.5: the check proves nothing"
     league.record_results()
     assert expected and all(league.manager.payoff.table[(LEARNER, o)] == t for o, t in expected.items())
@@ -598,11 +598,9 @@ def test_opponent_rows_never_enter_the_learner_batch(tmp_path):
     assert np.array_equal(buf.rows[: buf.size], np.concatenate(learner_rows)[: buf.size])
 
 
-@pytest.mark.slow  # 6 league training epochs: ~15 s on a loaded 2-core box
-def test_league_run_resumes_exactly_through_a_checkpoint(tmp_path):
-    """Trainer-level resume of a league run (fresh objects, optimizer loaded): after two more
-    epochs the weights, the pool, ratings and payoff, and the matchups equal the straight run's."""
-    over = "--league.enable true --train.eval-interval 0 --league.pool-size 8 --env.num-games 8".split()
+def straight_and_resumed(over: list[str], tmp_path: Path):
+    """(a, b): `a` trained 4 epochs of smoke.ini + `over`; `b` built afresh, resumed (optimizer
+    loaded) from a's checkpoint after epoch 2, then trained 2 epochs."""
     cfg = load_config(CONFIGS / "smoke.ini", over)
     a = build_trainer(cfg, tmp_path / "smoke_a")
     a.train_epoch()
@@ -616,6 +614,15 @@ def test_league_run_resumes_exactly_through_a_checkpoint(tmp_path):
     )
     b.train_epoch()
     b.train_epoch()
+    return a, b
+
+
+@pytest.mark.slow  # 6 league training epochs: ~15 s on a loaded 2-core box
+def test_league_run_resumes_exactly_through_a_checkpoint(tmp_path):
+    """Trainer-level resume of a league run (fresh objects, optimizer loaded): after two more
+    epochs the weights, the pool, ratings and payoff, and the matchups equal the straight run's."""
+    over = "--league.enable true --train.eval-interval 0 --league.pool-size 8 --env.num-games 8".split()
+    a, b = straight_and_resumed(over, tmp_path)
     ma, mb = a.opponents.manager.state_dict(), b.opponents.manager.state_dict()
     assert ma["candidates"] == 4 and ma["promotions"] >= 1
     for key in ("champion", "ratings", "payoff", "promotions", "candidates", "decisions"):
@@ -852,7 +859,7 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
         actions[mine] = random_actions(obs[mine], rng)
         actions[theirs] = league.act(obs, theirs)
         obs, rewards, terminals, truncations, infos = env.step(actions)
-        league.after_step(terminals, truncations, infos, step)
+        league.after_step(rewards, terminals, truncations, infos, step)
     state = league.state_dict()
     resumed_mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet)
     assert resumed_mgr.load()

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import torch
 
-from .config import Config
+from .config import Config, ConfigError
 from .devices import resolve_device
 from .dist import SINGLE, Dist
 from .league import LeagueManager, LeagueOpponents
+from .league.exploiter import MainExploiter, exploiter_capacity
 from .logger import Dashboard, RunLogger
 from .opponent_side import OpponentSide, SelfPlay
 from .policy.tcg_policy import PolicyConfig, build_policy
@@ -48,6 +49,18 @@ def policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
     )
 
 
+EXPLOITER_SEED_OFFSET = 3  # the main exploiter's weights and streams: away from the learner's seed
+
+
+def build_exploiter(cfg: Config, env: VecEnv, device: torch.device) -> MainExploiter:
+    """The league's main exploiter: the learner's architecture, its own initial weights and streams."""
+    seed = cfg.base.seed + EXPLOITER_SEED_OFFSET
+    policy = build_policy(policy_config(cfg, env.card_pool.n_cards), seed).to(device)
+    sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
+    capacity = exploiter_capacity(cfg.train, cfg.league.exploiter_ratio)
+    return MainExploiter(policy, sampler, cfg.train, capacity, env.num_agents, seed)
+
+
 def build_opponents(
     cfg: Config, env: VecEnv, run_dir: Path | None, device: torch.device, dist: Dist = SINGLE
 ) -> OpponentSide:
@@ -55,6 +68,14 @@ def build_opponents(
     torchrun only rank 0's manager has a directory; the others hold its replica in memory."""
     if not cfg.league.enable:
         return SelfPlay(env.num_agents)
+    exploiter = None
+    if cfg.league.exploiter_ratio > 0:
+        if dist.enabled:
+            raise ConfigError(
+                "[league] exploiter_ratio: the main exploiter trains in one process only; under torchrun set "
+                "exploiter_ratio = 0"
+            )
+        exploiter = build_exploiter(cfg, env, device)
     manager = LeagueManager(
         cfg.league,
         Path(run_dir) / "league" if run_dir is not None and dist.is_main else None,
@@ -63,7 +84,14 @@ def build_opponents(
         device=device,
     )
     return LeagueOpponents(
-        cfg.league, env.num_games, manager, env.engine_env, seed=dist.rank_seed(cfg.base.seed), device=device, dist=dist
+        cfg.league,
+        env.num_games,
+        manager,
+        env.engine_env,
+        seed=dist.rank_seed(cfg.base.seed),
+        device=device,
+        dist=dist,
+        exploiter=exploiter,
     )
 
 

@@ -22,6 +22,7 @@ METRIC_NAMESPACES = (
     "losses/",
     "environment/",
     "league/",
+    "exploiter/",
     "sampler/",
     "anneal/",
     "perf/",

@@ -6,8 +6,9 @@ The trainer's collect loop talks to one `OpponentSide`; plain self-play and the 
     mine, theirs = side.split(rows)                  # learner rows / opponent rows
     actions[theirs] = side.act(obs, theirs)          # (Actor interface)
     obs, rewards, terminals, truncations, infos = env.step(actions)
-    mask = side.after_step(terminals, truncations, infos, global_step)   # learner mask in force
+    mask = side.after_step(rewards, terminals, truncations, infos, global_step)   # learner mask in force
     ...
+    side.finish_collect(obs, theirs)                                       # its deciding rows at the epoch's end
     side.end_epoch(epoch, global_step, policy, sampler)                    # once per epoch
 """
 
@@ -33,10 +34,14 @@ class OpponentSide(Protocol):
         """int32 [len(rows), 4] actions for opponent `rows`."""
 
     def after_step(
-        self, terminals: np.ndarray, truncations: np.ndarray, infos: list[dict], global_step: int
+        self, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray, infos: list[dict], global_step: int
     ) -> np.ndarray:
-        """Handles finished games (`infos`: the env's records of them, in game order); returns
-        the learner-row mask that was in force for the step."""
+        """Handles the step's rewards of rows that learn on the opponent side (the league's
+        exploiter) and finished games (`infos`: the env's records of them, in game order);
+        returns the learner-row mask that was in force for the step."""
+
+    def finish_collect(self, obs: np.ndarray, rows: np.ndarray) -> None:
+        """The epoch's collection ends with `rows` deciding on `obs` (pending steps to bootstrap)."""
 
     def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
         """Once per epoch, after the update (the league ingests and evaluates candidates here)."""
@@ -64,8 +69,11 @@ class SelfPlay:
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
 
-    def after_step(self, terminals, truncations, infos, global_step: int) -> np.ndarray:
+    def after_step(self, rewards, terminals, truncations, infos, global_step: int) -> np.ndarray:
         return self.all_learner
+
+    def finish_collect(self, obs, rows) -> None:
+        pass
 
     def end_epoch(self, epoch, global_step, policy, sampler) -> None:
         pass

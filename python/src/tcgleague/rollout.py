@@ -27,7 +27,7 @@ meets the halves once per epoch: GAE and the packed batch are computed on the de
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -48,6 +48,10 @@ class Batch:
     state_c: torch.Tensor
     mask: torch.Tensor  # 1.0 = trained; 0.0 = a pending step with no next state (out of the loss)
     rows: torch.Tensor  # env row of each step (for tests and diagnostics)
+
+    def head(self, segments: int) -> Batch:
+        """The first `segments` segments (a partial buffer's stored steps come first)."""
+        return Batch(**{f.name: getattr(self, f.name)[:segments] for f in fields(self)})
 
 
 def discounted_sums(delta: torch.Tensor, cont: torch.Tensor, grid: np.ndarray) -> torch.Tensor:
@@ -111,6 +115,7 @@ class RolloutBuffer:
         self.next_index = np.full(capacity, -1, dtype=np.int64)  # the row's next stored step
         self.bootstrapped = np.zeros(capacity, dtype=bool)  # next_value holds the pending step's next value
         self.last_index = np.full(num_rows, -1, dtype=np.int64)
+        self.num_rows = num_rows  # a partial buffer's unfilled slots get row ids from here on (they sort last)
         self.size = 0
 
     @property
@@ -224,9 +229,15 @@ class RolloutBuffer:
         adv = discounted_sums(delta, cont, row_runs(self.rows[order]))
         return adv, adv + value[index], on_device((~unknown)[order].astype(np.float32))
 
-    def pack(self, gamma: float, lam: float) -> Batch:
-        if not self.full:
+    def pack(self, gamma: float, lam: float, allow_partial: bool = False) -> Batch:
+        """The epoch's steps packed row by row into [segments, horizon]. With `allow_partial` a
+        buffer that is not full packs too (the main exploiter's, which holds whatever its games
+        gave it this epoch): its unfilled slots come last, as steps of no row that the loss
+        never sees (mask 0), so the first ceil(size / horizon) segments hold every stored step."""
+        if not self.full and not allow_partial:
             raise RuntimeError(f"pack() needs a full buffer ({self.size}/{self.capacity} steps)")
+        self.rows[self.size :] = self.num_rows + np.arange(self.capacity - self.size)  # runs of one: no GAE loop
+        self.episode_start[self.size :] = True
         order = np.argsort(self.rows, kind="stable")
         rows = self.rows[order]
         boundary = np.ones(len(order), dtype=bool)

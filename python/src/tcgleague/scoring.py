@@ -55,3 +55,7 @@ class Tally:
 
     def as_tuple(self) -> tuple[int, int, int]:
         return self.wins, self.losses, self.draws
+
+    def with_game(self, win: bool, loss: bool) -> Tally:
+        """This tally and one more game (neither a win nor a loss is a draw)."""
+        return Tally(self.wins + bool(win), self.losses + bool(loss), self.draws + (not win and not loss))

@@ -184,7 +184,9 @@ class Trainer:
             self.obs, rewards, terminals, truncations, step_infos = self.env.step(self.actions)
             done = terminals | truncations
             events = np.flatnonzero((rewards != 0) | done)
-            learner = self.opponents.after_step(terminals, truncations, step_infos, self.global_step + decisions)
+            learner = self.opponents.after_step(
+                rewards, terminals, truncations, step_infos, self.global_step + decisions
+            )
             events = events[learner[events]]  # credit learner rows only, as they were during this step
             buffer.credit(events, rewards[events], terminals[events], truncations[events])
             self.episode_start[done] = True  # the learner's state for these rows restarts at their next decision
@@ -199,13 +201,15 @@ class Trainer:
     def bootstrap_pending(self) -> None:
         """The pending steps of the learner rows deciding now (mid-game) get the value of the
         observation they decide on, from their current state and the weights that collected the
-        epoch: the next epoch's first decision of those rows starts from exactly there."""
+        epoch: the next epoch's first decision of those rows starts from exactly there. (The
+        opponent side does the same for rows that learn there: the league's exploiter.)"""
         rows = np.flatnonzero(self.env.masks)
-        mine, _ = self.opponents.split(rows)
+        mine, theirs = self.opponents.split(rows)
         mine = mine[~self.episode_start[mine]]
         if len(mine):
             obs = torch.from_numpy(self.obs[mine]).to(self.device)
             self.buffer.bootstrap(mine, self.learner.values(obs, torch.from_numpy(mine).to(self.device)))
+        self.opponents.finish_collect(self.obs, theirs)
 
     # ---- verb 2: update ------------------------------------------------------------------------
     def update(self, params: torch.Tensor) -> dict:

@@ -125,6 +125,10 @@ class LeagueSection:
     payoff_decay: float = 0.99  # payoff counts are multiplied by this on every update
     rating: str = "openskill"  # rating system (OpenSkill Plackett-Luce)
     opponent_batch: int = 256  # max rows per member in one stacked frozen forward (padded)
+    verification_members: int = 0  # members a candidate also plays: those the learner has played least
+    exploiter_ratio: float = 0.0  # share of games vs the main exploiter (0 = no exploiter)
+    exploiter_join_winrate: float = 0.7  # its win rate vs the main agent that makes it a pool member
+    exploiter_reset_epochs: int = 300  # epochs after which an exploiter that never joined restarts
 
 
 @dataclass

@@ -235,16 +235,27 @@ def validate(cfg: Config) -> None:
         "activate_after_steps",
         "must be >= 0 (0 = league from the start; e.g. 5_000_000)",
     )
-    for key in ("latest_ratio", "bot_ratio"):
-        check(0 <= getattr(lg, key) <= 1, "league", key, "must be in [0, 1] (e.g. 0.8)")
-    if 0 <= lg.latest_ratio <= 1 and 0 <= lg.bot_ratio <= 1:
+    ratios = ("latest_ratio", "bot_ratio", "exploiter_ratio")
+    for key in ratios:
+        check(0 <= getattr(lg, key) <= 1, "league", key, "must be in [0, 1] (e.g. 0.1)")
+    if all(0 <= getattr(lg, key) <= 1 for key in ratios):
+        last = "exploiter_ratio" if lg.exploiter_ratio > 0 else "bot_ratio"  # the share to shrink
+        room = max(0.0, round(1 - lg.latest_ratio - lg.bot_ratio - lg.exploiter_ratio + getattr(lg, last), 6))
         check(
-            lg.latest_ratio + lg.bot_ratio <= 1 + 1e-9,
+            lg.latest_ratio + lg.bot_ratio + lg.exploiter_ratio <= 1 + 1e-9,
             "league",
-            "bot_ratio",
-            f"latest_ratio + bot_ratio must be <= 1 (the rest is the frozen-pool share; "
-            f"e.g. bot_ratio = {max(0.0, round(1 - lg.latest_ratio, 6))})",
+            last,
+            f"latest_ratio + bot_ratio + exploiter_ratio must be <= 1 (the rest is the frozen-pool share; "
+            f"e.g. {last} = {room})",
         )
+    check(0 <= lg.exploiter_join_winrate <= 1, "league", "exploiter_join_winrate", "must be in [0, 1] (e.g. 0.7)")
+    check(lg.exploiter_reset_epochs >= 1, "league", "exploiter_reset_epochs", "must be >= 1 (e.g. 300)")
+    check(
+        0 <= lg.verification_members <= lg.pool_size,
+        "league",
+        "verification_members",
+        f"must be in [0, pool_size = {lg.pool_size}] (e.g. 2)",
+    )
     check(
         lg.pfsp_weighting in PFSP_WEIGHTINGS, "league", "pfsp_weighting", f"must be one of {', '.join(PFSP_WEIGHTINGS)}"
     )

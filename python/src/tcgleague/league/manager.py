@@ -101,6 +101,8 @@ class LeagueManager:
         self.promotions = 0
         self.candidates = 0
         self.decisions: list[dict] = []
+        self.games_recorded = 0  # the learner's training games recorded so far (a clock for last_played)
+        self.last_played: dict[str, int] = {}  # member -> games_recorded when the learner last played it
 
     @property
     def state_path(self) -> Path | None:
@@ -118,12 +120,14 @@ class LeagueManager:
         sampling_params: dict | None = None,
         step: int = 0,
         epoch: int = 0,
+        candidate: bool = True,
     ):
-        """Adds a candidate to the pool (a copy of the given weights)."""
+        """Adds a member to the pool (a copy of the given weights): a candidate (a snapshot of
+        the learner, to be evaluated) or, with `candidate=False`, a main exploiter that beat it."""
         if member_id in self.store or member_id in RESERVED_IDS:
             raise ValueError(f"league member id {member_id!r} is already used or reserved")
         member = self.store.ingest(member_id, state_dict, policy_config, sampling_params, step, epoch)
-        self.candidates += 1
+        self.candidates += int(candidate)
         return member
 
     def load_policy(self, member_id: str):
@@ -131,13 +135,15 @@ class LeagueManager:
         return self.store.load(member_id)
 
     def retain(self) -> list[str]:
-        """Applies pool retention; returns the removed ids (their ratings and payoff go)."""
+        """Applies pool retention (logged); returns the removed ids (their ratings and payoff go)."""
         kept = retain_ids(self.pool_ids(), self.champion, self.cfg.pool_size, self.cfg.keep_recent, self.cfg.keep_old)
         removed = self.store.retire(kept)
         if removed:
             keep = set(self.pool_ids()) | set(BOTS) | {LEARNER}
             self.payoff.forget(keep)
             self.ratings.forget(keep)
+            self.last_played = {m: t for m, t in self.last_played.items() if m in keep}
+            self.log(f"[league] retired {', '.join(removed)} (pool_size {self.cfg.pool_size})")
         return removed
 
     # ---- results ---------------------------------------------------------------------------
@@ -145,6 +151,8 @@ class LeagueManager:
         """One finished training game of a (the learner) vs b: a payoff update (not rated:
         the learner moves every epoch)."""
         self.payoff.update(a, b, float(win), float(loss), float(not win and not loss))
+        self.games_recorded += 1
+        self.last_played[b] = self.games_recorded
 
     def record_match(self, a: str, b: str, result: Tally) -> None:
         """An evaluation match: one payoff update and game-by-game rating updates."""
@@ -156,9 +164,23 @@ class LeagueManager:
         return [self.payoff.winrate(LEARNER, m) for m in ids]
 
     # ---- evaluation and promotion ------------------------------------------------------------
+    def verification_opponents(self, candidate: str) -> list[str]:
+        """The `verification_members` pool members the learner has gone longest without playing
+        (in training or verification games; never played first, then the oldest among equals),
+        champion and candidate aside."""
+        others = [m for m in self.pool_ids() if m not in (candidate, self.champion)]
+        others.sort(key=lambda m: self.last_played.get(m, 0))  # stable: pool order (oldest first) breaks ties
+        return others[: self.cfg.verification_members]
+
     def evaluate(self, candidate: str) -> Decision:
         """Plays the candidate vs the champion and the baselines, records the results, applies
-        the promotion rule, retains the pool, saves the state file; returns the decision."""
+        the promotion rule, retains the pool, saves the state file; returns the decision.
+
+        Verification games: the candidate - the learner as it is now - also plays the members
+        the learner has played least lately. PFSP rarely draws a member the learner once beat,
+        so its payoff goes stale and a forgotten counter-strategy would go unnoticed; the
+        match's result becomes the learner's payoff vs that member, so PFSP sends the learner
+        back to what it lost."""
         if candidate not in self.store:
             raise KeyError(f"{candidate!r} is not a league member")
         games = self.cfg.eval_games
@@ -170,6 +192,11 @@ class LeagueManager:
         for bot in self.baselines:
             vs_baselines[bot] = self.play(candidate, bot, games)
             self.record_match(candidate, bot, vs_baselines[bot])
+        for member in self.verification_opponents(candidate):
+            result = self.play(candidate, member, games)
+            self.record_match(candidate, member, result)
+            self.payoff.update(LEARNER, member, *map(float, result.as_tuple()))
+            self.last_played[member] = self.games_recorded
         decision = decide(self.cfg, candidate, self.champion, vs_champion, vs_baselines)
         if decision.promoted:
             self.champion = candidate
@@ -178,9 +205,7 @@ class LeagueManager:
             f"[league] candidate {candidate}: {'PROMOTED' if decision.promoted else 'rejected'} - {decision.reason}"
         )
         self.decisions = (self.decisions + [asdict(decision)])[-MAX_DECISIONS:]
-        removed = self.retain()
-        if removed:
-            self.log(f"[league] retired {', '.join(removed)} (pool_size {self.cfg.pool_size})")
+        self.retain()
         if self.directory is not None:
             self.save()
         return decision
@@ -227,6 +252,8 @@ class LeagueManager:
             "promotions": self.promotions,
             "candidates": self.candidates,
             "decisions": self.decisions,
+            "games_recorded": self.games_recorded,
+            "last_played": dict(self.last_played),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -238,6 +265,8 @@ class LeagueManager:
         self.payoff.load_state_dict(state["payoff"])
         self.promotions, self.candidates = int(state["promotions"]), int(state["candidates"])
         self.decisions = list(state["decisions"])
+        self.games_recorded = int(state.get("games_recorded", 0))  # absent in states written before verification games
+        self.last_played = {str(m): int(t) for m, t in state.get("last_played", {}).items()}
 
     # ---- replicas (ranks other than 0 under torchrun) ------------------------------------------
     def snapshot(self, sent: set[str]) -> dict:

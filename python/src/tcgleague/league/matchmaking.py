@@ -3,15 +3,16 @@
 Rows follow the env: row 2g + s is seat s of game g. A game is one of
     self    - learner vs the latest self: both rows are learner rows (plain self-play);
     bot     - learner vs "random" or "greedy": one learner row, one bot row;
-    member  - learner vs a frozen pool member: one learner row, one frozen row.
+    member  - learner vs a frozen pool member: one learner row, one frozen row;
+    exploiter - learner vs the live main exploiter (league/exploiter.py): one row each.
 A game's matchup and the learner's seat are redrawn only when that game's episode ends
 (`on_episode_end(games)`), never mid-game: switching opponent mid-game would hand the learner
 a game state (and an LSTM state) produced by someone else, and credit it with rewards it did
 not earn. The learner seat is random per episode so it learns both seats against every kind.
 
 Draw per new episode (once the league is active): latest self with probability
-latest_ratio, a bot with bot_ratio (random and greedy equally likely), otherwise a frozen
-member chosen by prioritised fictitious self-play (PFSP) on the learner's decayed
+latest_ratio, a bot with bot_ratio (random and greedy equally likely), the main exploiter with
+exploiter_ratio (when the league has one), otherwise a frozen member chosen by prioritised fictitious self-play (PFSP) on the learner's decayed
 win rate p against it. An empty pool or no bots falls back to self-play. Before
 activate_after_steps every game is self-play, so learner rows = all rows.
 """
@@ -24,7 +25,8 @@ from ..bots import BOTS
 from ..config import PFSP_WEIGHTINGS, LeagueSection
 
 SELF, LEARNER = "self", "learner"  # the latest self as an opponent; the learner in the payoff
-RESERVED_IDS = (SELF, LEARNER, *BOTS)  # never a member id
+EXPLOITER = "exploiter"  # the live main exploiter as an opponent
+RESERVED_IDS = (SELF, LEARNER, EXPLOITER, *BOTS)  # never a member id
 
 
 def pfsp_weights(winrates, mode: str) -> np.ndarray:
@@ -56,8 +58,11 @@ class Matchmaker:
     Opponent ids are kept as int codes into an append-only registry (`id_of(code)`), so a
     member removed from the pool mid-game keeps its code until its games end."""
 
-    def __init__(self, num_games: int, cfg: LeagueSection, seed: int = 0, bots: tuple[str, ...] = BOTS):
+    def __init__(
+        self, num_games: int, cfg: LeagueSection, seed: int = 0, bots: tuple[str, ...] = BOTS, exploiter: bool = False
+    ):
         self.cfg = cfg
+        self.exploiter_ratio = cfg.exploiter_ratio if exploiter else 0.0
         self.num_games, self.num_rows = int(num_games), 2 * int(num_games)
         self.bots = tuple(bots)
         self._ids: list[str] = [SELF, *BOTS]
@@ -91,6 +96,13 @@ class Matchmaker:
     def row_opponent_codes(self) -> np.ndarray:
         """Opponent code of each row's game, [num_rows] (both rows of a game share it)."""
         return np.repeat(self.game_code, 2)
+
+    def exploiter_rows(self) -> np.ndarray:
+        """Env rows the main exploiter plays now (the other seat of its games), ascending."""
+        if not self.exploiter_ratio:
+            return np.zeros(0, dtype=np.int64)
+        games = np.flatnonzero(self.game_code == self.code_of(EXPLOITER))
+        return 2 * games + 1 - self.learner_seat[games]
 
     def in_use(self) -> set[str]:
         return {self._ids[c] for c in np.unique(self.game_code)}
@@ -137,9 +149,12 @@ class Matchmaker:
         )
         codes = np.zeros(n, dtype=np.int64)
         if self.active:
-            latest, bot = self.cfg.latest_ratio, self.cfg.bot_ratio
+            latest, bot, exploiter = self.cfg.latest_ratio, self.cfg.bot_ratio, self.exploiter_ratio
             is_bot = (u >= latest) & (u < latest + bot) & (len(self.bots) > 0)
-            is_member = (u >= latest + bot) & (len(self.pool) > 0)
+            is_exploiter = (u >= latest + bot) & (u < latest + bot + exploiter)
+            is_member = (u >= latest + bot + exploiter) & (len(self.pool) > 0)
+            if is_exploiter.any():
+                codes[is_exploiter] = self.code_of(EXPLOITER)
             if len(self.bots):
                 bot_codes = np.array([self._codes[b] for b in self.bots])
                 codes[is_bot] = bot_codes[np.minimum((pick_bot * len(self.bots)).astype(np.int64), len(self.bots) - 1)][
@@ -171,15 +186,17 @@ class Matchmaker:
 
     # ---- reporting -------------------------------------------------------------------------
     def fractions(self) -> dict[str, float]:
-        """Share of games currently vs the latest self, bots and frozen members."""
+        """Share of games currently vs the latest self, bots, the exploiter and frozen members."""
         n = max(1, self.num_games)
         selfplay = float(np.sum(self.game_code == 0)) / n
         bots = float(np.isin(self.game_code, [self._codes[b] for b in BOTS]).sum()) / n
-        return {
-            "league/latest_opponent_fraction": selfplay,
-            "league/bot_fraction": bots,
-            "league/frozen_fraction": max(0.0, 1.0 - selfplay - bots),
-        }
+        out = {"league/latest_opponent_fraction": selfplay, "league/bot_fraction": bots}
+        exploiter = 0.0
+        if self.exploiter_ratio > 0:
+            exploiter = float(np.sum(self.game_code == self.code_of(EXPLOITER))) / n
+            out["league/exploiter_fraction"] = exploiter
+        out["league/frozen_fraction"] = max(0.0, 1.0 - selfplay - bots - exploiter)
+        return out
 
     def state_dict(self) -> dict:
         return {
