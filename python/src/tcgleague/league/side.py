@@ -71,6 +71,9 @@ class LeagueOpponents:
         self.bots = {RANDOM: RandomBot(seed + 2)}
         if engine_env is not None:
             self.bots[GREEDY] = GreedyBot(engine_env)
+        self.actors = dict(self.bots)  # who acts for which opponent id, besides the frozen pool
+        if exploiter is not None:
+            self.actors[EXPLOITER] = exploiter
         self.matchmaker = Matchmaker(num_games, cfg, seed=seed, bots=tuple(self.bots), exploiter=exploiter is not None)
         self.pool = FrozenPool(
             2 * num_games, cfg.opponent_batch, device, seed=seed + 1, member_of=self.opponent_of_rows
@@ -96,10 +99,7 @@ class LeagueOpponents:
             return out
         who = self.opponent_of_rows(rows)
         frozen = np.ones(len(rows), dtype=bool)
-        actors = dict(self.bots)
-        if self.exploiter is not None:
-            actors[EXPLOITER] = self.exploiter
-        for name, actor in actors.items():
+        for name, actor in self.actors.items():
             sel = who == name
             frozen &= ~sel
             if sel.any():
