@@ -204,6 +204,18 @@ BOTH = [
     ("config-str", put(("config",), "[env]\nnum_games = 16"), "config", "expected a dict"),
     ("config-section-list", put(("config", "env"), []), "config.env", "section dict"),
     ("league-list", put(("league",), ["e000001"]), "league", "expected a dict"),
+    (  # the main exploiter is a second learner: its weights are checked like the learner's
+        "exploiter-weight-nan",
+        put(("league",), {"exploiter": {"policy": {"w": torch.tensor([0.0, float("nan")])}}}),
+        "league.exploiter.policy.w",
+        "1 of 2 values are NaN or infinite",
+    ),
+    (
+        "exploiter-optimizer-empty",
+        put(("league",), {"exploiter": {"policy": {"w": torch.zeros(2)}, "optimizer": {}}}),
+        "league.exploiter.optimizer.param_groups",
+        "expected a non-empty list",
+    ),
     ("normalizer-set", put(("normalizer",), {"mean": 0.0}), "normalizer", "expected none"),
     ("run-name-int", put(("run_name",), 3), "run_name", "expected a string"),
     # unsigned keys are compared as int64: in range they load (see below), past 2**32 (or past 2**63,

@@ -160,9 +160,22 @@ class RolloutBuffer:
         self.terminal[last] |= terminals[keep]
         self.truncated[last] |= truncations[keep]
 
-    def forget(self, rows: np.ndarray) -> None:
-        """Rows whose current decision was not stored: their next rewards belong to no step."""
-        self.last_index[rows] = -1
+    def reserve_fitting(self, rows: np.ndarray, episode_start: np.ndarray) -> np.ndarray:
+        """`reserve` for as many of `rows` as still fit (the first ones); the others get slot
+        `capacity` (not stored), for `drop_unstored` once their values are known."""
+        k = min(len(rows), self.capacity - self.size)
+        slots = np.full(len(rows), self.capacity)
+        slots[:k] = self.reserve(rows[:k], episode_start[:k])
+        return slots
+
+    def drop_unstored(self, rows: np.ndarray, slots: np.ndarray, values: torch.Tensor, positions: np.ndarray) -> None:
+        """The rows `reserve_fitting` had no room for (the epoch's last step): the decision they
+        take now is the next state of their pending step, which so bootstraps from its exact value
+        (`values[positions[i]]` is rows[i]'s), and their later rewards belong to no step."""
+        unstored = slots == self.capacity
+        if unstored.any():
+            self.bootstrap(rows[unstored], values[torch.from_numpy(positions[unstored]).to(self.device)])
+            self.last_index[rows[unstored]] = -1
 
     def reserve(self, rows: np.ndarray, episode_start: np.ndarray) -> np.ndarray:
         """Host half of storing one decision for each of `rows` (distinct env rows): returns

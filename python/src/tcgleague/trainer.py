@@ -164,20 +164,18 @@ class Trainer:
             if len(rows) != self.env.num_games:
                 raise RuntimeError(f"{len(rows)} deciding rows for {self.env.num_games} games: expected one per game")
             mine, theirs = self.opponents.split(rows)
-            k = min(len(mine), buffer.capacity - buffer.size)
+            mine_slots = buffer.reserve_fitting(mine, self.episode_start[mine])
+            at = np.searchsorted(rows, mine)  # mine's positions among the deciding rows
             slots = np.full(len(rows), buffer.capacity)
-            slots[np.searchsorted(rows, mine[:k])] = buffer.reserve(mine[:k], self.episode_start[mine[:k]])
+            slots[at] = mine_slots
             obs, rows_dev, slots_dev, starts = self.transfer.upload(self.obs, rows, slots, self.episode_start[rows])
             d = self.learner.decide(obs, rows_dev, params, episode_start=starts)
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
-            if k < len(mine):  # the epoch's last step: decisions that no longer fit are dropped
-                dropped = torch.from_numpy(np.searchsorted(rows, mine[k:])).to(self.device)
-                buffer.bootstrap(mine[k:], d.value[dropped])  # the exact next value of their pending step
-                buffer.forget(mine[k:])
+            buffer.drop_unstored(mine, mine_slots, d.value, at)
             stored = slots_dev < buffer.capacity
             entropy_sum += torch.where(stored, d.entropy, 0.0).sum()
             noops += ((d.actions[:, 0] == PASS) & stored).sum()
-            decisions += k
+            decisions += int((mine_slots < buffer.capacity).sum())
             self.actions[rows] = self.transfer.download(d.actions)
             self.actions[theirs] = self.opponents.act(self.obs, theirs)
             self.episode_start[rows] = False

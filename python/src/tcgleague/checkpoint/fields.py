@@ -170,7 +170,7 @@ TOP_FIELDS: dict[str, Callable[[Any, str], Any]] = {
     "config": _optional(_config),
     "run_name": _optional(_text),
     "resumed_from": _optional(_text),
-    "league": _optional(_dict),  # its contents are checked where the league reads them
+    "league": _optional(lambda v, f: _league(v, f)),  # defined below, with the optimizer it holds
     "dist": _optional(lambda v, f: _dist(v, f)),  # defined below, with the run state it repeats per rank
     "normalizer": lambda v, f: _require(v is None, f, "expected none (there is no normaliser)"),
 }
@@ -348,13 +348,27 @@ def _dist(v: Any, field: str) -> None:
         _optional(_run_state)(part.get("run_state"), f"{where}.run_state")
         _generator(part.get("generator"), f"{where}.generator")
         _text(part.get("generator_device"), f"{where}.generator_device")
-        _optional(_dict)(part.get("league"), f"{where}.league")  # checked where the league reads it
+        _optional(_league)(part.get("league"), f"{where}.league")
     digests = v.get("weight_digests")
     _require(
         isinstance(digests, list) and len(digests) == world and all(isinstance(d, str) for d in digests),
         f"{field}.weight_digests",
         f"expected {world} digest strings",
     )
+
+
+def _league(v: Any, field: str) -> None:
+    """The league side's state. The tensors of its main exploiter (a second learner) are checked
+    like the learner's; the rest (matchmaker, manager, frozen pool) is checked where it is read."""
+    exploiter = _dict(v, field).get("exploiter")
+    if exploiter is None:
+        return
+    where = f"{field}.exploiter"
+    _dict(exploiter, where)
+    _policy(exploiter.get("policy"), f"{where}.policy")
+    _optimizer(exploiter.get("optimizer"), f"{where}.optimizer")
+    for key in ("state_h", "state_c"):
+        _tensor(exploiter.get(key), f"{where}.{key}", "float")
 
 
 RESUME_CHECKS: dict[str, Callable[[Any, str], None]] = {
