@@ -15,7 +15,7 @@ from .config import Config, ConfigError
 from .devices import resolve_device
 from .dist import SINGLE, Dist
 from .league import LeagueManager, LeagueOpponents
-from .league.exploiter import MainExploiter, exploiter_capacity
+from .league.exploiter import MainExploiter
 from .logger import Dashboard, RunLogger
 from .opponent_side import OpponentSide, SelfPlay
 from .policy.tcg_policy import PolicyConfig, build_policy
@@ -57,8 +57,7 @@ def build_exploiter(cfg: Config, env: VecEnv, device: torch.device) -> MainExplo
     seed = cfg.base.seed + EXPLOITER_SEED_OFFSET
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
-    capacity = exploiter_capacity(cfg.train, cfg.league.exploiter_ratio)
-    return MainExploiter(policy, sampler, cfg.train, capacity, env.num_agents, seed)
+    return MainExploiter(policy, sampler, cfg.train, cfg.league.exploiter_ratio, env.num_agents, seed)
 
 
 def build_opponents(
