@@ -174,8 +174,14 @@ def init_distributed(section: DistSection, device: torch.device) -> Dist:
     )
 
 
-def shutdown(dist: Dist) -> None:
+def shutdown(dist: Dist, finished: bool) -> None:
+    """Tears the process group down. After a finished run every rank first waits for the others:
+    a gloo rank that tears down while a peer still holds its connections can abort in C++
+    (`terminate called without an active exception`, once in a 2-rank `bench scale` job). After
+    a failure it does not wait: the failed rank may never come."""
     if dist.enabled and torch_dist.is_initialized():
+        if finished:
+            torch_dist.barrier(group=dist.objects_group)
         torch_dist.destroy_process_group()
 
 

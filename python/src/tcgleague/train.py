@@ -171,10 +171,13 @@ def main(argv: list[str] | None = None) -> int:
         overrides += ["--league.enable", "true"]
     cfg = load_config(args.config, overrides, log=lambda msg: print(msg, file=sys.stderr))
     dist = init_distributed(cfg.dist, resolve_device(cfg.base.device, torchrun_local_rank()))
+    finished = False
     try:
-        return run(args, cfg, dist)
+        code = run(args, cfg, dist)
+        finished = True
+        return code
     finally:
-        shutdown(dist)
+        shutdown(dist, finished)
 
 
 def rank_log(dist: Dist) -> Callable[[str], None]:
