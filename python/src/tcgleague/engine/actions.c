@@ -117,10 +117,7 @@ static void mulligan(const Env *env, Game *g, int d) {
 static void equip(const Env *env, Game *g, const Pending *e, int tseat, int tslot) {
     Unit *u = unit_at(g, tseat, tslot);
     Player *p = &g->players[tseat];
-    if (u->weapon_card) {  /* the replaced weapon is discarded; the count goes on past the array */
-        if (p->discard_count < MAX_DISCARD) p->discard[p->discard_count] = u->weapon_card;
-        p->discard_count++;
-    }
+    if (u->weapon_card) add_discard(p, u->weapon_card);  /* the replaced weapon */
     const int32_t *c = card_row(env, e->card);
     u->weapon_card = e->card;
     u->weapon_attack = (int16_t)c[CF_ATTACK];
@@ -138,8 +135,7 @@ static void play_card(const Env *env, Game *g, int d, int hand_idx, int slot) {
         place_unit(env, g, d, slot, card);
         if (c[CF_TRIGGER] == TR_ON_PLAY) begin_effect(env, g, effect_of(env, card, d, slot), return_phase);
     } else if (c[CF_TYPE] == CT_SPELL) {
-        if (p->discard_count < MAX_DISCARD) p->discard[p->discard_count] = (int16_t)card;
-        p->discard_count++;
+        add_discard(p, card);
         begin_effect(env, g, effect_of(env, card, d, -1), return_phase);
     } else if (c[CF_TYPE] == CT_WEAPON) {
         Pending e = effect_of(env, card, d, -1);

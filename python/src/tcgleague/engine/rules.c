@@ -35,9 +35,10 @@ int unit_attack_value(const Unit *u) {
 static int has_kw(const Unit *u, int kw) { return (u->keywords >> kw) & 1; }
 
 /* ---- Zones ------------------------------------------------------------------------------ */
-static void add_discard(Player *p, int card) {
-    if (p->discard_count < MAX_DISCARD) p->discard[p->discard_count] = (int16_t)card;
-    p->discard_count++;
+/* The pile keeps its first MAX_DISCARD cards and its count stops there too, so every reachable
+ * state passes the bounds check a resumed game is held to. */
+void add_discard(Player *p, int card) {
+    if (p->discard_count < MAX_DISCARD) p->discard[p->discard_count++] = (int16_t)card;
 }
 
 void place_unit(const Env *env, Game *g, int seat, int slot, int card) {

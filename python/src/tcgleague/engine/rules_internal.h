@@ -13,6 +13,7 @@ void place_unit(const Env *env, Game *g, int seat, int slot, int card);
 int first_free_slot(Game *g, int seat);
 void draw_card(const Env *env, Game *g, int seat);
 void remove_hand_card(Player *p, int idx);
+void add_discard(Player *p, int card);
 void shuffle_deck(Game *g, Player *p);
 void deal_damage(const Env *env, Game *g, int seat, int slot, int amount, int src_seat, int src_slot);
 void apply_effect(const Env *env, Game *g, int seat, const Pending *e, int tseat, int tslot);
