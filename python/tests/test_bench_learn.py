@@ -25,7 +25,7 @@ def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_pa
         assert run["sps"] > 0
         last = json.loads((Path(run["run_dir"]) / "metrics.jsonl").read_text().splitlines()[-1])
         assert ("league/active" in last) == league_on  # the league run really ran the league
-    assert figures["games_league_vs_selfplay"] == 8
+    assert figures["games_league_vs_selfplay"] == 8 and figures["jobs"] == 2  # trained side by side
     assert figures["command"] == "python -m tcgleague.bench " + " ".join(cmd[3:]), "the experiments table's command"
     assert 0.0 <= figures["wilson_low_league_vs_selfplay"] <= figures["winrate_league_vs_selfplay"] <= 1.0
     assert "league vs self-play" in done.stdout
