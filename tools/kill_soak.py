@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "python" / "src"))
@@ -37,7 +38,8 @@ def temp_files(base: Path) -> list[Path]:
     return list(base.rglob(f".*.{TEMP_MARK}-*.tmp"))
 
 
-def start(base: Path, resume: bool, total: int) -> subprocess.Popen:
+def start(base: Path, resume: bool, total: int, stderr: IO[str]) -> subprocess.Popen:
+    """train.py on `base`; its stderr goes to a file, not a pipe (a full pipe would block it)."""
     argv = [
         sys.executable,
         "train.py",
@@ -50,7 +52,7 @@ def start(base: Path, resume: bool, total: int) -> subprocess.Popen:
     if resume:
         argv += ["--resume-checkpoint", "latest", "--resume-load-optimizer"]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python" / "src"))
-    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
 
 
 def kill_inside_a_write(proc: subprocess.Popen, base: Path, after_writes: int, timeout: float) -> bool:
@@ -96,9 +98,11 @@ def main() -> int:
     inside = resumed = 0
     problems: list[str] = []
     for k in range(args.kills):
-        proc = start(base, resume=k > 0, total=total)
-        hit = kill_inside_a_write(proc, base, after_writes=rng.randint(2, 12), timeout=120)
-        err = proc.stderr.read()
+        with open(base / f"stderr_{k}.txt", "w+") as log:
+            proc = start(base, resume=k > 0, total=total, stderr=log)
+            hit = kill_inside_a_write(proc, base, after_writes=rng.randint(2, 12), timeout=120)
+            log.seek(0)
+            err = log.read()
         found = check_files(base)
         if "Traceback" in err or "refused" in err:
             found.append(f"round {k}: {err.strip().splitlines()[-1]}")
@@ -107,9 +111,11 @@ def main() -> int:
         problems += found
         print(f"round {k}: killed {'inside a write' if hit else 'outside a write'}; problems: {found or 'none'}")
     reached = load_checkpoint(latest_checkpoint(base, "smoke"), log=lambda msg: None).global_step
-    final = start(base, resume=True, total=reached + 2 * 512)  # two more epochs, to the end
-    final.wait()
-    err = final.stderr.read()
+    with open(base / "stderr_final.txt", "w+") as log:
+        final = start(base, resume=True, total=reached + 2 * 512, stderr=log)  # two more epochs, to the end
+        final.wait()
+        log.seek(0)
+        err = log.read()
     if final.returncode != 0:
         problems.append(f"final resume exited {final.returncode}: {err.strip()[-300:]}")
     leftovers = temp_files(base)

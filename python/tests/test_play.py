@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from tcgleague import train as train_cli
+from tcgleague.checkpoint import load_checkpoint
 from tcgleague.engine.cards import load_card_pool
 from tcgleague.env import TCGEnv
 from tcgleague.layout import legal_actions
@@ -96,8 +97,8 @@ def test_actions_are_described_with_card_names_and_places():
 
 
 def test_the_agents_shown_probabilities_are_its_sampling_distribution(checkpoint):
-    agent, _ = agent_actor(str(checkpoint), seed=0, name="agent")
     env = TCGEnv(num_games=1, seed=4)
+    agent = agent_actor(load_checkpoint(checkpoint, policy_config=None), env, seed=0, name="agent")
     obs, _ = env.reset(4)
     actions = np.zeros((2, 4), dtype=np.int32)
     for _ in range(12):

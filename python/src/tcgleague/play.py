@@ -20,14 +20,15 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from .actors import PolicyActor
-from .bots import BOTS, GreedyBot, RandomBot
-from .checkpoint import CheckpointError, load_checkpoint
+from .bots import BOTS, make_bot
+from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .engine import LAYOUT
 from .engine.cards import CardPool, load_card_pool
 from .env import TCGEnv
 from .errors import ArgumentError, entry_point
 from .evaluate_checkpoint import checkpoint_sampler, checkpoint_turn_cap
 from .layout import ACTION_WIDTH, DRAW, legal_actions
+from .match import policy_side
 
 ACTION_NAMES = {code: name for name, code in LAYOUT["action_types"].items()}
 GROUPS = sorted(LAYOUT["entity_groups"].items(), key=lambda kv: kv[1])  # (name, first entity), in order
@@ -99,12 +100,9 @@ def action_probabilities(actor: PolicyActor, obs_row: np.ndarray, h: torch.Tenso
 
 
 # ---- players ---------------------------------------------------------------------------------------
-def agent_actor(path: str, seed: int, name: str) -> tuple[PolicyActor, int]:
-    """A checkpoint as an actor for the env's 2 rows, and its run's turn cap."""
-    loaded = load_checkpoint(path, policy_config=None)
-    generator = torch.Generator().manual_seed(seed)
-    actor = PolicyActor(loaded.policy.eval(), checkpoint_sampler(loaded), 2, generator, name=name)
-    return actor, checkpoint_turn_cap(loaded)
+def agent_actor(loaded: LoadedCheckpoint, env: TCGEnv, seed: int, name: str) -> PolicyActor:
+    """A checkpoint as an actor for `env`'s rows: the side evaluate_checkpoint plays."""
+    return policy_side(loaded.policy.eval(), checkpoint_sampler(loaded), seed, name=name)(env)
 
 
 def agent_move(
@@ -154,14 +152,15 @@ def board_text(env: TCGEnv, hidden_seat: int | None) -> str:
 def play(args: argparse.Namespace, console: Console, read: Callable[[str], str]) -> list[int]:
     """Plays args.games games; returns the agent's results: +1 win, 0 draw, -1 loss."""
     cards = load_card_pool()
-    agent, turn_cap = agent_actor(args.checkpoint, args.seed, "agent")
+    loaded = load_checkpoint(args.checkpoint, policy_config=None)
     me = args.seat  # the human's seat, or, watching, the opponent's
-    env = make_env(args, cards, turn_cap)
+    env = make_env(args, cards, checkpoint_turn_cap(loaded))  # the agent's games are played at its run's cap
+    agent = agent_actor(loaded, env, args.seed, "agent")
     opponent = None
     if args.opponent in BOTS:
-        opponent = GreedyBot(env) if args.opponent == "greedy" else RandomBot(args.seed + 1)
+        opponent = make_bot(args.opponent, env, args.seed + 1)
     elif args.opponent is not None:
-        opponent, _ = agent_actor(args.opponent, args.seed + 1, "opponent")
+        opponent = agent_actor(load_checkpoint(args.opponent, policy_config=None), env, args.seed + 1, "opponent")
     obs, _ = env.reset(args.seed)
     results: list[int] = []
     actions = np.zeros((2, ACTION_WIDTH), dtype=np.int32)
