@@ -46,7 +46,6 @@ def policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
         entity_dim=p.entity_dim,
         hidden_size=p.hidden_size,
         entity_attention_layers=p.entity_attention_layers,
-        pointer_hidden=p.pointer_hidden,
     )
 
 

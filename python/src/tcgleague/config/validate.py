@@ -133,7 +133,6 @@ def validate(cfg: Config) -> None:
         "entity_attention_layers",
         f"must be in [0, {MAX_ATTENTION_LAYERS}] (e.g. 1)",
     )
-    check(0 <= p.pointer_hidden <= MAX_WIDTH, "policy", "pointer_hidden", f"must be in [0, {MAX_WIDTH}] (e.g. 64)")
     for key in ("primary_temperature", "subaction_temperature_initial", "subaction_temperature_final"):
         check(getattr(p, key) > 0, "policy", key, "temperatures must be > 0 (e.g. 1.0)")
     for key in ("smoothing_eps_initial", "smoothing_eps_final"):

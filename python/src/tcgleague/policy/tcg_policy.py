@@ -86,9 +86,6 @@ GLOBAL_CATEGORICAL = (
 )
 
 
-OPTIONAL_LAYERS = ("entity_attention_layers", "pointer_hidden")  # PolicyConfig fields where 0 = off
-
-
 @dataclass
 class PolicyConfig:
     """Architecture of a TCGPolicy; saved with checkpoints (`to_dict` / `from_dict`)."""
@@ -99,11 +96,10 @@ class PolicyConfig:
     hidden_size: int = 128
     n_decks: int = 32  # deck-id embedding rows (ids are clamped into range)
     entity_attention_layers: int = 0  # transformer layers over the entity rows (0 = none)
-    pointer_hidden: int = 0  # hidden width of the pointer heads' pair MLP (0 = a dot product)
 
     def __post_init__(self):
         for f in fields(self):
-            v, least = getattr(self, f.name), 0 if f.name in OPTIONAL_LAYERS else 1
+            v, least = getattr(self, f.name), 0 if f.name == "entity_attention_layers" else 1
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ValueError(f"PolicyConfig.{f.name} must be an int >= {least}, got {v!r}")
 
@@ -161,22 +157,6 @@ class EntityAttention(nn.Module):
         mixed = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d)
         x = x + self.proj(mixed)
         return x + self.ff(self.norm_ff(x))
-
-
-class PairScore(nn.Module):
-    """Pointer logits from a one-hidden-layer MLP over each (query, entity row) pair. A dot
-    product scores an entity linearly in its features; whether an attack trades well is a
-    threshold on the pair (the attacker's attack against the target's health, and back), which
-    a hidden layer can represent."""
-
-    def __init__(self, dim: int, hidden: int):
-        super().__init__()
-        self.query, self.key = nn.Linear(dim, hidden), nn.Linear(dim, hidden, bias=False)
-        self.out = nn.Linear(hidden, 1)
-
-    def forward(self, query: torch.Tensor, ent: torch.Tensor) -> torch.Tensor:
-        """query [..., D], ent [..., N, D] -> [..., N]."""
-        return self.out(F.relu(self.key(ent) + self.query(query).unsqueeze(-2))).squeeze(-1)
 
 
 class TCGPolicy(nn.Module):
@@ -251,19 +231,16 @@ class TCGPolicy(nn.Module):
         # ---- heads ----
         self.value_head = nn.Sequential(nn.Linear(H, D), nn.ReLU(), nn.Linear(D, 1))
         self.type_head = nn.Linear(H, self.n_action_types)
-        T, P = self.n_action_types, config.pointer_hidden
-        # pointer scores: a dot product of a query with each entity row (qa, qb: the query
-        # projections; a key projection of ent would be redundant), or a pair MLP (PairScore)
+        T = self.n_action_types
         self.qa_out, self.qa_type = nn.Linear(H, D), nn.Embedding(T, D)
-        self.qa = PairScore(D, P) if P else nn.Linear(D, D)
+        self.qa = nn.Linear(D, D)  # pointer query; a key projection of ent would be redundant
         self.qb_out, self.qb_type, self.qb_a = nn.Linear(H, D), nn.Embedding(T, D), nn.Linear(D, D, bias=False)
-        self.qb = PairScore(D, P) if P else nn.Linear(D, D)
+        self.qb = nn.Linear(D, D)
         self.qc_out, self.qc_type = nn.Linear(H, D), nn.Embedding(T, D)
         self.qc_a, self.qc_b = nn.Linear(D, D, bias=False), nn.Linear(D, D, bias=False)
         self.c_head = nn.Linear(D, self.n_c)
         # near-uniform initial policy, small initial value
-        pointer_outs = (self.qa.out, self.qb.out) if P else (self.qa, self.qb)
-        for lin in (self.type_head, *pointer_outs, self.c_head, self.value_head[-1]):
+        for lin in (self.type_head, self.qa, self.qb, self.c_head, self.value_head[-1]):
             nn.init.orthogonal_(lin.weight, gain=0.01)
             nn.init.zeros_(lin.bias)
 
@@ -335,19 +312,18 @@ class TCGPolicy(nn.Module):
     def type_logits(self, out: torch.Tensor) -> torch.Tensor:
         return self.type_head(out)
 
-    def _point(self, scorer: nn.Module, query: torch.Tensor, ent: torch.Tensor) -> torch.Tensor:
-        """Pointer logits [..., N] of a query [..., D] over the entity rows [..., N, D]."""
-        if self.config.pointer_hidden:
-            return scorer(query, ent)
+    def _point(self, q: torch.Tensor, ent: torch.Tensor) -> torch.Tensor:
         # multiply-sum rather than einsum/bmm: as fast forward on CPU and much faster backward
-        return (ent * (scorer(query) * self.point_scale).unsqueeze(-2)).sum(-1)
+        return (ent * (q * self.point_scale).unsqueeze(-2)).sum(-1)
 
     def a_logits(self, out: torch.Tensor, ent: torch.Tensor, type_: torch.Tensor) -> torch.Tensor:
-        return self._point(self.qa, F.relu(self.qa_out(out) + self.qa_type(type_)), ent)
+        q = self.qa(F.relu(self.qa_out(out) + self.qa_type(type_)))
+        return self._point(q, ent)
 
     def b_logits(self, out: torch.Tensor, ent: torch.Tensor, type_: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
         ea = gather_rows(ent, a)
-        return self._point(self.qb, F.relu(self.qb_out(out) + self.qb_type(type_) + self.qb_a(ea)), ent)
+        q = self.qb(F.relu(self.qb_out(out) + self.qb_type(type_) + self.qb_a(ea)))
+        return self._point(q, ent)
 
     def c_logits(
         self, out: torch.Tensor, ent: torch.Tensor, type_: torch.Tensor, a: torch.Tensor, b: torch.Tensor
