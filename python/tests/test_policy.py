@@ -274,9 +274,8 @@ def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, 
         boundary,
         state_h,
         state_c,
-        torch.zeros(M, T, 4, dtype=torch.long),
         params,
-        torch.tensor([0.2, 0.5, 0.2, 0.01, 0.0]),
+        torch.tensor([0.2, 0.5, 0.2, 0.01]),
     )
     assert torch.isfinite(loss) and torch.isfinite(stats).all()
     loss.backward()

@@ -1,8 +1,7 @@
 """The trainer: only a row's own decisions are stored, row-index state resets, PPO's ratio is 1
 before the first gradient step, update_epochs passes, the LR schedules, checkpoint timing (epochs,
 steps, max_seconds), compiled and eager optimizer steps agree, and a --wandb smoke run leaves an
-offline W&B run with the logged keys; kickstarting stores the greedy bot's moves and pulls the
-policy towards them. (The rollout buffer and GAE: test_rollout.py.)"""
+offline W&B run with the logged keys. (The rollout buffer and GAE: test_rollout.py.)"""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ from tcgleague.build import build_trainer
 from tcgleague.checkpoint import list_checkpoints
 from tcgleague.config import load_config
 from tcgleague.engine import LAYOUT
-from tcgleague.layout import legal_actions, legal_from_obs
-from tcgleague.ppo import STAT_NAMES, PPOUpdater, UpdateSettings, unroll
+from tcgleague.ppo import STAT_NAMES, PPOUpdater, UpdateSettings
 from tcgleague.recurrent import zero_rows
 from tcgleague.trainer import Trainer, lr_lambda
 from wandb_records import read_wandb_records
@@ -162,59 +160,6 @@ def test_first_minibatch_ratio_is_one_and_training_changes_weights():
     assert metrics["losses/first_minibatch_ratio_dev"] < 1e-4
     assert any(not torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters()))
     assert metrics["perf/sps"] > 0 and np.isfinite(metrics["losses/value_loss"])
-
-
-# ---- kickstarting ---------------------------------------------------------------------------
-KICKSTART = ("--train.kickstart-coef-initial", "2.0", "--train.kickstart-coef-final", "2.0")
-
-
-def test_the_teacher_is_the_greedy_bots_legal_move_in_each_stored_state(monkeypatch):
-    trainer = smoke_trainer(None, *KICKSTART)
-    collect(trainer)
-    buf = trainer.buffer
-    obs = buf.obs[: buf.capacity].numpy()
-    legal, count = legal_actions(obs)
-    taken = buf.actions[: buf.capacity].numpy()
-    for i in range(buf.capacity):  # a move from another state (before or after the step) would often be illegal
-        assert any((legal[i, : count[i]] == buf.teacher[i]).all(-1)), i
-    assert (buf.teacher[:, 0] != LAYOUT["action_types"]["pass"]).mean() > 0.3  # a teacher that plays
-    assert 0.05 < (buf.teacher != taken).any(-1).mean() < 0.95  # it is not the learner's own choice
-
-    untaught = smoke_trainer()  # off: greedy is never asked, the teacher stays zeros
-    monkeypatch.setattr(trainer_module, "greedy_actions", lambda *a: pytest.fail("greedy asked without kickstart"))
-    collect(untaught)
-    assert not untaught.buffer.teacher.any()
-
-
-def teacher_nll(trainer: Trainer, batch) -> float:
-    """Mean negative log-likelihood of the batch's teacher actions under the current policy."""
-    with torch.no_grad():
-        out, ent = unroll(trainer.policy, batch.obs, batch.boundary, batch.state_h, batch.state_c)
-        legal, count = legal_from_obs(batch.obs.reshape(out.shape[0], -1))
-        teacher = batch.teacher.reshape(-1, 4)
-        logprob, _ = trainer.sampler.log_prob_entropy(trainer.policy, out, ent, legal, count, teacher)
-    keep = batch.mask.reshape(-1)
-    return float(-(logprob * keep).sum() / keep.sum())
-
-
-def test_kickstarting_pulls_the_policy_towards_the_greedy_bots_moves():
-    """Two identical trainers update on the same batch, one with the teacher's term: only its
-    policy moves clearly towards the teacher's actions."""
-    nll = {}
-    for coef in (2.0, 0.0):
-        trainer = smoke_trainer(None, *KICKSTART)
-        collect(trainer)
-        t = trainer.cfg.train
-        batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
-        before = teacher_nll(trainer, batch)
-        trainer.kickstart_coef = coef
-        params = trainer.sampler.params_tensor()
-        for _ in range(8):
-            trainer.updater.update(batch, params, trainer.loss_coefs(), trainer.generator)
-        nll[coef] = (before, teacher_nll(trainer, batch))
-    assert nll[2.0][0] == nll[0.0][0]  # the same batch and weights to start from
-    taught, untaught = (nll[c][0] - nll[c][1] for c in (2.0, 0.0))  # how far each came towards the teacher
-    assert taught > 0.25 and taught > 3 * untaught, nll
 
 
 def record_minibatches(trainer: Trainer) -> list[torch.Tensor]:
@@ -357,7 +302,7 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
     params = trainer.sampler.params_tensor()
     collect(trainer)
     batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
-    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01, 0.0])
+    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01])
     segments = t.minibatch_size // t.bptt_horizon
 
     def updater(policy, optimizer, compiled: bool) -> PPOUpdater:

@@ -47,7 +47,6 @@ class Batch:
     state_h: torch.Tensor
     state_c: torch.Tensor
     mask: torch.Tensor  # 1.0 = trained; 0.0 = a pending step with no next state (out of the loss)
-    teacher: torch.Tensor  # the greedy bot's action in the step's state (kickstarting; zeros when off)
     rows: torch.Tensor  # env row of each step (for tests and diagnostics)
 
     def head(self, segments: int) -> Batch:
@@ -109,7 +108,6 @@ class RolloutBuffer:
         self.next_value = torch.zeros(spare, device=self.device)  # a pending step's bootstrap, by slot
         # host half: the env's bookkeeping
         self.rows = np.zeros(capacity, dtype=np.int64)
-        self.teacher = np.zeros((capacity, 4), dtype=np.int64)  # moved to the device once per epoch, in pack()
         self.reward = np.zeros(capacity, dtype=np.float32)
         self.terminal = np.zeros(capacity, dtype=bool)
         self.truncated = np.zeros(capacity, dtype=bool)
@@ -197,11 +195,6 @@ class RolloutBuffer:
         self.size += n
         return slots
 
-    def teach(self, slots: np.ndarray, actions: np.ndarray) -> None:
-        """The teacher's action for each decision `reserve` gave a slot (`capacity` = not stored)."""
-        stored = slots < self.capacity
-        self.teacher[slots[stored]] = actions[stored]
-
     def store(
         self,
         slots: torch.Tensor,
@@ -282,6 +275,5 @@ class RolloutBuffer:
             state_h=take(self.state_h),
             state_c=take(self.state_c),
             mask=mask.reshape(shape),
-            teacher=take(torch.from_numpy(self.teacher).to(self.device)),
             rows=torch.from_numpy(rows).to(self.device).reshape(shape),
         )

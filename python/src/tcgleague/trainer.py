@@ -23,7 +23,7 @@ import torch
 
 from .actors import PolicyActor
 from .anneal import anneal_values, anneals_from_config
-from .bots import BOTS, greedy_actions
+from .bots import BOTS
 from .config import Config
 from .devices import compile_mode_for, loss_compile_mode
 from .dist import SINGLE, Dist, merge_rank_metrics, weights_digest
@@ -102,8 +102,7 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(t.lr_schedule, self.total_epochs))
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
-        self.ent_coef = t.ent_coef_initial  # apply_anneals() sets both every epoch
-        self.kickstart_coef = t.kickstart_coef_initial
+        self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
         hidden = policy.hidden_size
         self.buffer = RolloutBuffer(t.batch_size, t.bptt_horizon, OBS_SIZE, hidden, env.num_agents, self.device)
         compile_mode = compile_mode_for(cfg, self.device)
@@ -114,7 +113,6 @@ class Trainer:
             t.norm_adv,
             loss_compile_mode(compile_mode, self.device, dist.enabled),
             t.precision,
-            t.kickstarted,
         )
         self.updater = PPOUpdater(
             policy, sampler, self.optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, self.device, dist
@@ -140,7 +138,6 @@ class Trainer:
             subaction_temperature=values["sampler/subaction_temperature"], smoothing_eps=values["sampler/smoothing_eps"]
         )
         self.ent_coef = values["anneal/ent_coef"]
-        self.kickstart_coef = values["anneal/kickstart_coef"]
         return values
 
     # ---- verb 1: collect -----------------------------------------------------------------------
@@ -168,8 +165,6 @@ class Trainer:
                 raise RuntimeError(f"{len(rows)} deciding rows for {self.env.num_games} games: expected one per game")
             mine, theirs = self.opponents.split(rows)
             mine_slots = buffer.reserve_fitting(mine, self.episode_start[mine])
-            if self.kickstart_coef > 0:  # the teacher's move in each state the learner decides on
-                buffer.teach(mine_slots, greedy_actions(self.env.engine_env, mine))
             at = np.searchsorted(rows, mine)  # mine's positions among the deciding rows
             slots = np.full(len(rows), buffer.capacity)
             slots[at] = mine_slots
@@ -245,11 +240,9 @@ class Trainer:
             )
 
     def loss_coefs(self) -> torch.Tensor:
-        """(clip, vf_coef, vf_clip, ent_coef, kickstart_coef) as the tensor the loss takes (annealing
-        never recompiles)."""
+        """(clip, vf_coef, vf_clip, ent_coef) as the tensor the loss takes (annealing never recompiles)."""
         t = self.cfg.train
-        coefs = [t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef, self.kickstart_coef]
-        return torch.tensor(coefs, device=self.device)
+        return torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef], device=self.device)
 
     def train_epoch(self) -> dict:
         """Anneals, collect, update, the opponent side's epoch end; returns the epoch's metrics."""

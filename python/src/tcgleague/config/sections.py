@@ -92,12 +92,6 @@ class TrainSection:
     ent_coef_anneal_end_frac: float = 1.0
     ent_coef_anneal_start_step: int | None = None
     ent_coef_anneal_end_step: int | None = None
-    kickstart_coef_initial: float = 0.0
-    kickstart_coef_final: float = 0.0
-    kickstart_coef_anneal_start_frac: float = 0.0
-    kickstart_coef_anneal_end_frac: float = 1.0
-    kickstart_coef_anneal_start_step: int | None = None
-    kickstart_coef_anneal_end_step: int | None = None
     compile: str = "auto"  # auto | true | false (auto = on for cuda, off on cpu)
     compile_mode: str = "reduce-overhead"
     precision: str = "fp32"  # fp32 | bf16 (the loss's forward under bf16 autocast)
@@ -108,11 +102,6 @@ class TrainSection:
     eval_interval: int = 60  # epochs; 0 = off
     eval_games: int = 512
     dashboard: bool = True
-
-    @property
-    def kickstarted(self) -> bool:
-        """The greedy bot teaches at some point of the run (a kickstart_coef above 0)."""
-        return self.kickstart_coef_initial > 0 or self.kickstart_coef_final > 0
 
 
 @dataclass
@@ -193,7 +182,6 @@ ANNEALS = {  # anneal name -> section holding its keys
     "subaction_temperature": "policy",
     "smoothing_eps": "policy",
     "ent_coef": "train",
-    "kickstart_coef": "train",
 }
 
 

@@ -188,16 +188,6 @@ def validate(cfg: Config) -> None:
     check(t.adam_eps > 0, "train", "adam_eps", "must be > 0 (e.g. 1e-5)")
     for key in ("ent_coef_initial", "ent_coef_final"):
         check(getattr(t, key) >= 0, "train", key, "must be >= 0 (e.g. 0.01)")
-    for key in ("kickstart_coef_initial", "kickstart_coef_final"):
-        check(getattr(t, key) >= 0, "train", key, "must be >= 0 (0 = off; e.g. 1.0)")
-    if t.kickstarted:
-        check(
-            cfg.vec.backend == "native",
-            "train",
-            "kickstart_coef_initial",
-            f"kickstarting asks the greedy bot, which searches inside the in-process engine: needs [vec] backend = "
-            f"native, not {cfg.vec.backend!r}",
-        )
     check(t.compile in SWITCHES, "train", "compile", f"must be one of {', '.join(SWITCHES)} (auto = on for cuda)")
     check(t.precision in PRECISIONS, "train", "precision", f"must be one of {', '.join(PRECISIONS)}")
     check(t.nan_policy in NAN_POLICIES, "train", "nan_policy", f"must be one of {', '.join(NAN_POLICIES)}")

@@ -76,7 +76,7 @@ def exploration(run: RunData) -> Figure | None:
     rollout = lines(
         ax[0, 0], run, ["sampler/rollout_entropy", "sampler/rollout_noop_rate"], "rollout entropy, pass rate"
     )
-    anneals = ["sampler/subaction_temperature", "sampler/smoothing_eps", "anneal/ent_coef", "anneal/kickstart_coef"]
+    anneals = ["sampler/subaction_temperature", "sampler/smoothing_eps", "anneal/ent_coef"]
     annealed = lines(ax[0, 1], run, anneals, "sampler anneals")
     return fig if rollout or annealed else None
 
