@@ -55,6 +55,12 @@ def start(base: Path, resume: bool, total: int, stderr: IO[str]) -> subprocess.P
     return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
 
 
+def read_back(log: IO[str]) -> str:
+    """What a finished (or killed) train.py wrote to its stderr file."""
+    log.seek(0)
+    return log.read()
+
+
 def kill_inside_a_write(proc: subprocess.Popen, base: Path, after_writes: int, timeout: float) -> bool:
     """SIGKILL the moment a temp file is on disk, once `after_writes` writes have been seen and
     a checkpoint exists (something to resume from); True if the kill landed inside a write."""
@@ -101,8 +107,7 @@ def main() -> int:
         with open(base / f"stderr_{k}.txt", "w+") as log:
             proc = start(base, resume=k > 0, total=total, stderr=log)
             hit = kill_inside_a_write(proc, base, after_writes=rng.randint(2, 12), timeout=120)
-            log.seek(0)
-            err = log.read()
+            err = read_back(log)
         found = check_files(base)
         if "Traceback" in err or "refused" in err:
             found.append(f"round {k}: {err.strip().splitlines()[-1]}")
@@ -114,8 +119,7 @@ def main() -> int:
     with open(base / "stderr_final.txt", "w+") as log:
         final = start(base, resume=True, total=reached + 2 * 512, stderr=log)  # two more epochs, to the end
         final.wait()
-        log.seek(0)
-        err = log.read()
+        err = read_back(log)
     if final.returncode != 0:
         problems.append(f"final resume exited {final.returncode}: {err.strip()[-300:]}")
     leftovers = temp_files(base)
