@@ -4,7 +4,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 
 ENGINE = Path("python/src/tcgleague/engine")
-SOURCES = ["rules.c", "actions.c", "observe.c", "env.c", "greedy.c", "render.c", "position.c", "layout.c", "binding.c"]
+SOURCES = ["rules.c", "actions.c", "observe.c", "env.c", "greedy.c", "lookahead.c", "render.c", "position.c", "layout.c", "binding.c"]
 
 setup(
     ext_modules=[

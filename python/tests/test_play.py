@@ -17,7 +17,7 @@ from tcgleague.checkpoint import load_checkpoint
 from tcgleague.engine.cards import load_card_pool
 from tcgleague.env import TCGEnv
 from tcgleague.layout import legal_actions
-from tcgleague.play import action_probabilities, agent_actor, describe
+from tcgleague.play import agent_actor, describe
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,12 +63,19 @@ def test_watching_the_agent_play_greedy(checkpoint):
     assert "game 2: " in proc.stdout and "2 game(s): the agent won" in proc.stdout
 
 
+def test_watching_a_searching_agent_play_greedy(checkpoint):
+    proc = play(str(checkpoint), "--opponent", "greedy", "--games", "1", "--seed", "1", "--lookahead", "1000")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "agent: " in proc.stdout and "(lookahead's choice)" in proc.stdout and "1 game(s)" in proc.stdout
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
         (["missing.pt"], "play: checkpoint refused: checkpoint missing.pt not found"),
         (["--deck", "lava"], "play: bad argument: --deck 'lava': not a deck (decks: ember, tide, grove, shade)"),
         (["--opponent", "nobody"], "play: checkpoint refused: --opponent nobody: neither a bot"),
+        (["--lookahead=nan"], "--lookahead W must be a finite number > 0, got nan"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(checkpoint, args, message):
@@ -104,8 +111,10 @@ def test_the_agents_shown_probabilities_are_its_sampling_distribution(checkpoint
     for _ in range(12):
         row = int(np.flatnonzero(env.masks)[0])
         d = agent.decide(torch.as_tensor(obs[row][None]), torch.tensor([row]))
-        probs = action_probabilities(agent, obs[row], d.state_h, d.state_c)
         legal, count = legal_actions(obs[row][None])
+        logprob = agent.legal_log_probs(torch.as_tensor(obs[row][None]), d.state_h, d.state_c)[0].numpy()
+        probs = np.exp(logprob[: int(count[0])])
+        assert np.isneginf(logprob[int(count[0]) :]).all(), "past the legal count: probability 0"
         chosen = [i for i in range(int(count[0])) if (legal[0, i] == d.actions[0].numpy()).all()]
         assert len(probs) == int(count[0]) and probs.sum() == pytest.approx(1.0, abs=1e-5)
         assert probs[chosen[0]] == pytest.approx(float(d.logprob[0].exp()), rel=1e-5)

@@ -1,5 +1,6 @@
 """The C engine under AddressSanitizer + UndefinedBehaviorSanitizer, driven through more than
-1,000,000 random-legal decisions plus greedy-bot, set-up and inspection calls (`make sanitize`).
+1,000,000 random-legal decisions plus greedy-bot, lookahead, set-up and inspection calls
+(`make sanitize`).
 
 The engine sources are compiled into tmp_path with -fsanitize=address,undefined and loaded in a
 subprocess as `tcgleague.engine._tcg` in place of the optimised build; the ASan runtime is
@@ -46,8 +47,10 @@ DRIVER = textwrap.dedent("""
         if step % 250 == 0:
             env.render(step % env.num_games)
     assert episodes > 1000, episodes
-    # 2. greedy bot in both seats, then greedy vs random, short turn cap (truncations)
+    # 2. greedy bot in both seats, then greedy vs random, short turn cap (truncations); lookaheads
     env = TCGEnv(num_games=64, seed=2, turn_cap=8)
+    next_obs = np.zeros((tcgleague.engine.LAYOUT["max_legal"], tcgleague.engine.LAYOUT["obs_size"]), np.float32)
+    status = np.zeros(tcgleague.engine.LAYOUT["max_legal"], np.int8)
     obs, _ = env.reset()
     for step in range(300):
         if step % 2:
@@ -56,6 +59,8 @@ DRIVER = textwrap.dedent("""
             actions = random_actions(obs, rng)
             some = np.flatnonzero(env.masks)[::2]
             actions[some] = greedy_actions(env, some)
+        for game in range(step % 4, env.num_games, 4):  # the lookahead of every candidate move
+            env.engine.lookahead(game, step, next_obs, status)
         env.step(actions)
         decisions += env.num_games
     # 3. explicit deals, position round trips, a refused step, rendering every game

@@ -153,6 +153,29 @@ class PolicyActor:
         out, _ = self.policy.step(x, (h, c))
         return self.policy.value(out)
 
+    @torch.no_grad()
+    def legal_log_probs(self, obs: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """log pi of every legal action of observations `obs` [n, obs_size] from LSTM states
+        (h, c) [n, hidden] (the states their decisions are taken from): [n, MAX_LEGAL], -inf
+        past each row's legal count. The sampler's own math on each (row, legal tuple) pair,
+        at this actor's sampling parameters, batched over all pairs."""
+        x, ent = self.policy.encode(obs)
+        out, _ = self.policy.step(x, (h, c))
+        legal, count = legal_from_obs(obs)
+        pair_row, pair_index = (torch.arange(legal.shape[1], device=obs.device) < count[:, None]).nonzero(as_tuple=True)
+        logprob, _ = self.sampler.log_prob_entropy(
+            self.policy,
+            out[pair_row],
+            ent[pair_row],
+            legal[pair_row],
+            count[pair_row],
+            legal[pair_row, pair_index],
+            self.default_params,
+        )
+        table = torch.full(legal.shape[:2], -torch.inf, device=obs.device)
+        table[pair_row, pair_index] = logprob
+        return table
+
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         rows_dev = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(self.device)
         d = self.decide(torch.from_numpy(obs[rows]).to(self.device), rows_dev)

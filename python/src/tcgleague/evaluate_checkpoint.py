@@ -8,6 +8,7 @@ it is accepted or refused exactly as `train.py --resume-checkpoint` would (same 
 sampler is set to the checkpoint's annealed values (its primary temperature, and the
 subaction temperature and smoothing at its step), unless --argmax or --temperature T is given.
 Games are played at the checkpoint's own [env] turn_cap, as its training evaluation was.
+With --lookahead [W] the checkpoint searches one move ahead before each move (lookahead.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from .bots import BOTS
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .errors import ArgumentError, entry_point, output_file
 from .layout import DEFAULT_TURN_CAP
+from .lookahead import DEFAULT_VALUE_WEIGHT, LookaheadActor, is_value_weight, lookahead_side
 from .match import bot_side, play_match, policy_side
 from .policy.tcg_sampler import TCGSampler
 from .report.panels import log_evaluation
@@ -64,11 +66,16 @@ def evaluate_loaded(
     parallel: int = 256,
     strict: bool = False,
     log=print,
+    lookahead: float | None = None,
 ) -> dict:
     """Evaluates a loaded checkpoint; returns the JSON-ready report (match.MatchReport.summary
-    plus what was evaluated). `opponent` is "random", "greedy" or a checkpoint path."""
+    plus what was evaluated). `opponent` is "random", "greedy" or a checkpoint path; with
+    `lookahead` (a value weight) the checkpoint searches one move ahead."""
     sampler = checkpoint_sampler(loaded, temperature)
     learner = policy_side(loaded.policy.eval(), sampler, seed, argmax)
+    searchers: list[LookaheadActor] = []
+    if lookahead is not None:
+        learner = lookahead_side(learner, seed, lookahead, searchers)
     opp_info = {"opponent": opponent}
     if opponent in BOTS:
         opp = bot_side(opponent, seed + 1)
@@ -90,6 +97,9 @@ def evaluate_loaded(
         seed=seed,
         turn_cap=turn_cap,
         argmax=argmax,
+        lookahead=lookahead,
+        lookahead_searched=sum(a.searched for a in searchers),
+        lookahead_overridden=sum(a.overridden for a in searchers),
         sampling_params=sampler.get_sampling_params(),
         warnings=list(loaded.warnings),
         seconds=time.perf_counter() - start,
@@ -100,6 +110,11 @@ def evaluate_loaded(
 def print_report(r: dict, console: Console | None = None) -> None:
     console = console or Console()
     mode = "argmax" if r["argmax"] else ", ".join(f"{k} {v:.3g}" for k, v in r["sampling_params"].items())
+    if r.get("lookahead") is not None:
+        mode += (
+            f"; lookahead {r['lookahead']:g} (searched {r['lookahead_searched']:,} decisions, "
+            f"changed {r['lookahead_overridden']:,})"
+        )
     console.print(
         f"[bold]{r['checkpoint']}[/bold] (epoch {r['epoch']}, global_step {r['global_step']:,}) "
         f"vs [bold]{r['opponent']}[/bold]; sampler: {mode}"
@@ -148,6 +163,14 @@ def parse_args(argv):
         "--temperature", type=float, metavar="T", help="sample at temperature T at every stage, without smoothing"
     )
     p.add_argument(
+        "--lookahead",
+        type=float,
+        nargs="?",
+        const=DEFAULT_VALUE_WEIGHT,
+        metavar="W",
+        help=f"search one move ahead before each move, value weight W (default {DEFAULT_VALUE_WEIGHT:g}; lookahead.py)",
+    )
+    p.add_argument(
         "--strict",
         action="store_true",
         help="refuse a checkpoint whose behaviour-defining sources changed (as --resume-strict)",
@@ -173,6 +196,8 @@ def parse_args(argv):
         p.error("--seed must be >= 0")
     if args.temperature is not None and not args.temperature > 0:
         p.error("--temperature must be > 0")
+    if args.lookahead is not None and not is_value_weight(args.lookahead):
+        p.error(f"--lookahead W must be a finite number > 0, got {args.lookahead}")
     return args
 
 
@@ -186,7 +211,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.wandb and not os.access(loaded.path.resolve().parent, os.W_OK):
         raise ArgumentError(f"--wandb: the checkpoint's directory {loaded.path.parent} is not writable")
     report = evaluate_loaded(
-        loaded, args.opponent, args.episodes, args.seed, args.argmax, args.temperature, args.parallel, args.strict
+        loaded,
+        args.opponent,
+        args.episodes,
+        args.seed,
+        args.argmax,
+        args.temperature,
+        args.parallel,
+        args.strict,
+        lookahead=args.lookahead,
     )
     print_report(report)
     if args.json:

@@ -266,8 +266,9 @@ def play_match(
             if slot_game[slot] >= 0:
                 report.records.append(_record(schedule[slot_game[slot]], info, names))
             assign(int(slot))
-    if isinstance(mine_actor, PolicyActor):
-        report.entropy_sum = float(mine_actor.entropy_sum)
+    entropy_sum = getattr(mine_actor, "entropy_sum", None)  # a policy's (searching or not); bots have none
+    if entropy_sum is not None:
+        report.entropy_sum = float(entropy_sum)
     return report
 
 

@@ -3,6 +3,7 @@ play a checkpoint in the terminal. The board is drawn at each of your decisions,
 actions are a numbered list in words, and the agent's move is shown with its most likely
 alternatives (cards still in its hand unnamed, unless --reveal).
 `--opponent greedy|random|CKPT` instead watches the agent play that opponent, move by move.
+`--lookahead [W]` makes the agent search one move ahead (lookahead.py) before each move.
 Ctrl-C or the end of input leaves cleanly. The checkpoint loads through the validated path
 evaluate_checkpoint uses."""
 
@@ -28,6 +29,7 @@ from .env import TCGEnv
 from .errors import ArgumentError, entry_point
 from .evaluate_checkpoint import checkpoint_sampler, checkpoint_turn_cap
 from .layout import ACTION_WIDTH, DRAW, legal_actions
+from .lookahead import DEFAULT_VALUE_WEIGHT, LookaheadActor, is_value_weight, lookahead_side
 from .match import policy_side
 
 ACTION_NAMES = {code: name for name, code in LAYOUT["action_types"].items()}
@@ -76,47 +78,43 @@ def describe(
     return {"pass": "pass (end turn / decline)", "mulligan": "mulligan (redraw)", "spark": "use spark"}[name]
 
 
-def action_probabilities(actor: PolicyActor, obs_row: np.ndarray, h: torch.Tensor, c: torch.Tensor) -> np.ndarray:
-    """The agent's probability of each legal action from the state it decided in: the sampler's
-    own log-probability of every legal tuple, batched."""
-    policy, sampler = actor.policy, actor.sampler
-    obs = torch.as_tensor(obs_row, device=actor.device)[None]
-    legal, count = legal_actions(obs_row[None])
-    k = int(count[0])
-    with torch.no_grad():
-        x, ent = policy.encode(obs)
-        out, _ = policy.step(x, (h, c))
-        legal_t = torch.as_tensor(legal, device=actor.device).long().expand(k, -1, -1)
-        logprob, _ = sampler.log_prob_entropy(
-            policy,
-            out.expand(k, -1),
-            ent.expand(k, *ent.shape[1:]),
-            legal_t,
-            torch.full((k,), k, device=actor.device),
-            legal_t[0, :k],
-            actor.default_params,
-        )
-    return logprob.exp().cpu().numpy()
-
-
 # ---- players ---------------------------------------------------------------------------------------
-def agent_actor(loaded: LoadedCheckpoint, env: TCGEnv, seed: int, name: str) -> PolicyActor:
-    """A checkpoint as an actor for `env`'s rows: the side evaluate_checkpoint plays."""
-    return policy_side(loaded.policy.eval(), checkpoint_sampler(loaded), seed, name=name)(env)
+def agent_actor(
+    loaded: LoadedCheckpoint, env: TCGEnv, seed: int, name: str, lookahead: float | None = None
+) -> PolicyActor | LookaheadActor:
+    """A checkpoint as an actor for `env`'s rows: the side evaluate_checkpoint plays (with
+    `lookahead`, searching one move ahead at that value weight)."""
+    side = policy_side(loaded.policy.eval(), checkpoint_sampler(loaded), seed, name=name)
+    return side(env) if lookahead is None else lookahead_side(side, seed, lookahead)(env)
 
 
 def agent_move(
-    actor: PolicyActor, obs: np.ndarray, row: int, cards: CardPool, console: Console, label: str, hide_hand: bool
+    actor: PolicyActor | LookaheadActor,
+    obs: np.ndarray,
+    row: int,
+    cards: CardPool,
+    console: Console,
+    label: str,
+    hide_hand: bool,
 ):
-    """The agent's action for `row`, printed with its top alternatives (with `hide_hand`, cards
-    it keeps in hand are not named: the move it makes reveals only the card it plays)."""
-    d = actor.decide(torch.as_tensor(obs[row][None], device=actor.device), torch.tensor([row], device=actor.device))
-    action = d.actions[0].cpu().numpy().astype(np.int32)
-    probs = action_probabilities(actor, obs[row], d.state_h, d.state_c)
-    legal, _ = legal_actions(obs[row][None])
+    """The agent's action for `row`, printed with its policy's top alternatives (with
+    `hide_hand`, cards it keeps in hand are not named: the move it makes reveals only the card
+    it plays); a lookahead that overrode the sampled move says so."""
+    policy = actor.inner if isinstance(actor, LookaheadActor) else actor
+    if isinstance(actor, LookaheadActor):
+        d, chosen = actor.search(obs, np.array([row]))
+    else:
+        d = actor.decide(torch.as_tensor(obs[row][None], device=actor.device), torch.tensor([row], device=actor.device))
+        chosen = d.actions.cpu().numpy().astype(np.int32)
+    action = chosen[0]
+    legal, count = legal_actions(obs[row][None])
+    logprob = policy.legal_log_probs(torch.as_tensor(obs[row][None], device=policy.device), d.state_h, d.state_c)
+    probs = logprob[0, : int(count[0])].exp().cpu().numpy()
     top = np.argsort(-probs)[:TOP_K]
     alternatives = ", ".join(f"{describe(legal[0, i], obs[row], cards, 'its', hide_hand)} {probs[i]:.0%}" for i in top)
     move = escape(describe(action, obs[row], cards, "its"))
+    if not np.array_equal(action, d.actions[0].cpu().numpy()):
+        move += " (lookahead's choice)"
     console.print(f"[bold]{label}[/bold]: {move}   [dim](top: {escape(alternatives)})[/dim]")
     return action
 
@@ -155,7 +153,7 @@ def play(args: argparse.Namespace, console: Console, read: Callable[[str], str])
     loaded = load_checkpoint(args.checkpoint, policy_config=None)
     me = args.seat  # the human's seat, or, watching, the opponent's
     env = make_env(args, cards, checkpoint_turn_cap(loaded))  # the agent's games are played at its run's cap
-    agent = agent_actor(loaded, env, args.seed, "agent")
+    agent = agent_actor(loaded, env, args.seed, "agent", args.lookahead)
     opponent = None
     if args.opponent in BOTS:
         opponent = make_bot(args.opponent, env, args.seed + 1)
@@ -211,9 +209,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--games", type=int, default=1, help="games to play (default 1)")
     p.add_argument("--reveal", action="store_true", help="show the agent's hand")
     p.add_argument("--opponent", help="watch the agent play greedy | random | another checkpoint, instead of you")
+    p.add_argument(
+        "--lookahead",
+        type=float,
+        nargs="?",
+        const=DEFAULT_VALUE_WEIGHT,
+        metavar="W",
+        help=f"the agent searches one move ahead, value weight W (default {DEFAULT_VALUE_WEIGHT:g})",
+    )
     args = p.parse_args(argv)
     if args.games < 1 or args.seed < 0:
         p.error("--games must be >= 1 and --seed >= 0")
+    if args.lookahead is not None and not is_value_weight(args.lookahead):
+        p.error(f"--lookahead W must be a finite number > 0, got {args.lookahead}")
     if args.opponent is not None and args.opponent not in BOTS and not Path(args.opponent).is_file():
         raise CheckpointError(f"--opponent {args.opponent}: neither a bot ({', '.join(BOTS)}) nor a checkpoint file")
     return args

@@ -1,7 +1,9 @@
 """learn: does training learn? Trains a config (default configs/default.ini) for --steps learner
 steps (or for --minutes of wall time), evaluating vs the bots every --eval-every steps on the
 way (the learning curve), then evaluates the final checkpoint through evaluate_checkpoint's
-core (same load-and-validate path) vs random and greedy over --episodes duplicate games each.
+core (same load-and-validate path) vs random and greedy over --episodes duplicate games each:
+as the policy plays, and again searching one move ahead (--lookahead W, lookahead.py; figures
+suffixed `_lookahead`; 0 = not).
 
 With --league, the league (--league-config) and the self-play baseline (--config) train with
 the same seed and steps, and their final checkpoints play each other (--episodes duplicate
@@ -28,11 +30,13 @@ from ..config import load_config
 from ..errors import ArgumentError
 from ..evaluate_checkpoint import evaluate_loaded
 from ..logger import METRICS_FILE, RunLogger
+from ..lookahead import DEFAULT_VALUE_WEIGHT, is_value_weight
 from ..report.data import read_metrics
 from ..train import checkpoint_writer
 from .common import print_table
 
 ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the config
+LOOKAHEAD_SUFFIX = "_lookahead"  # the figures of the final checkpoint searching one move ahead
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,6 +50,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--league", action="store_true", help="train the league and the self-play baseline")
     p.add_argument("--league-config", default="configs/league.ini")
     p.add_argument("--jobs", type=int, default=2, help="with --league: trainings at a time (1 = one after the other)")
+    p.add_argument(
+        "--lookahead",
+        type=float,
+        default=DEFAULT_VALUE_WEIGHT,
+        metavar="W",
+        help=f"also evaluate the final checkpoint searching one move ahead at value weight W (default "
+        f"{DEFAULT_VALUE_WEIGHT:g}; 0 = not)",
+    )
     p.add_argument("--label", default="", help="what this run changes (the experiments table's first column)")
 
 
@@ -77,19 +89,19 @@ def train_one(config: str, args: argparse.Namespace, tag: str, league: bool = Fa
     figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), **run_figures(read_metrics(run_dir / METRICS_FILE)))
     loaded = load_checkpoint(final[-1])
     for bot in BOTS:
-        r = evaluate_loaded(loaded, bot, args.episodes, args.seed)
-        figures.update(
-            {
-                f"winrate_vs_{bot}": r["winrate"],
-                f"wilson_low_vs_{bot}": r["wilson_low"],
-                f"wilson_high_vs_{bot}": r["wilson_high"],
-                f"games_vs_{bot}": r["episodes"],
-                f"draws_vs_{bot}": r["draws"],
-                f"entropy_vs_{bot}": r["entropy"],
-                f"noop_rate_vs_{bot}": r["noop_rate"],
-            }
-        )
+        figures.update(bot_figures(evaluate_loaded(loaded, bot, args.episodes, args.seed), bot))
+        if args.lookahead:
+            r = evaluate_loaded(loaded, bot, args.episodes, args.seed, lookahead=args.lookahead)
+            figures.update(bot_figures(r, bot, LOOKAHEAD_SUFFIX))
+    figures["lookahead"] = args.lookahead or None
     return figures
+
+
+def bot_figures(r: dict, bot: str, suffix: str = "") -> dict:
+    """An evaluation report's figures under `<figure>_vs_<bot><suffix>` keys."""
+    keys = ("winrate", "wilson_low", "wilson_high", "episodes", "draws", "entropy", "noop_rate")
+    names = {"episodes": "games"}
+    return {f"{names.get(k, k)}_vs_{bot}{suffix}": r[k] for k in keys}
 
 
 def run_figures(metrics: list[dict]) -> dict:
@@ -105,18 +117,24 @@ def run_figures(metrics: list[dict]) -> dict:
     return {"curve": curve, "sps": statistics.median(m["perf/sps"] for m in metrics if "perf/sps" in m)}
 
 
-def interval(f: dict, bot: str) -> str:
-    return f"{f[f'winrate_vs_{bot}']:.3f} [{f[f'wilson_low_vs_{bot}']:.3f}, {f[f'wilson_high_vs_{bot}']:.3f}]"
+def interval(f: dict, bot: str, suffix: str = "") -> str:
+    key = f"_vs_{bot}{suffix}"
+    return f"{f['winrate' + key]:.3f} [{f['wilson_low' + key]:.3f}, {f['wilson_high' + key]:.3f}]"
 
 
 def rows_of(f: dict, name: str, episodes: int) -> list[tuple[str, str, str]]:
     rows = [(f"{name}: steps / minutes / SPS", f"{f['steps']:,} / {f['minutes']:.1f} / {f['sps']:,.0f}", "")]
     rows += [(f"{name}: vs {bot} ({episodes} duplicate games)", interval(f, bot), "") for bot in BOTS]
+    if f.get("lookahead"):
+        searching = f"{name} + lookahead {f['lookahead']:g}"
+        rows += [(f"{searching}: vs {bot}", interval(f, bot, LOOKAHEAD_SUFFIX), "") for bot in BOTS]
     curve = " ".join(f"{p['step'] / 1e6:.1f}M:{p['winrate_vs_greedy']:.2f}" for p in f["curve"])
     return [*rows, (f"{name}: curve vs greedy", curve or "(no curve points)", "")]
 
 
 def run(args: argparse.Namespace) -> dict:
+    if args.lookahead != 0 and not is_value_weight(args.lookahead):
+        raise ArgumentError(f"--lookahead {args.lookahead}: expected a finite value weight > 0, or 0 for none")
     if not args.league:
         figures = train_one(args.config, args, "learn")
         figures.update(episodes=args.episodes, command=args.command, label=args.label)

@@ -6,7 +6,9 @@ which the C binding builds from tcg.h.
 
 from ._tcg import Engine
 from ._tcg import layout as _layout
+from ._tcg import lookahead_status as _lookahead_status
 
 LAYOUT: dict = _layout()
+LOOKAHEAD_STATUS: dict = _lookahead_status()  # apart from LAYOUT, whose hash fingerprints checkpoints
 
-__all__ = ["Engine", "LAYOUT"]
+__all__ = ["Engine", "LAYOUT", "LOOKAHEAD_STATUS"]

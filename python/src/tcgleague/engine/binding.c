@@ -6,7 +6,8 @@
 #include <string.h>
 #include "tcg.h"
 
-PyObject *py_layout(PyObject *self, PyObject *args); /* layout.c */
+PyObject *py_layout(PyObject *self, PyObject *args);            /* layout.c */
+PyObject *py_lookahead_status(PyObject *self, PyObject *args);  /* layout.c */
 
 /* ---- Engine object ---------------------------------------------------------------------------- */
 enum { B_CARDS, B_DECKS, B_LEADERS, B_WEIGHTS, B_NAMES, B_OBS, B_REW, B_TERM, B_TRUNC, B_MASK, N_BUFS };
@@ -184,6 +185,35 @@ static PyObject *engine_greedy(EngineObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* lookahead(game, salt, obs float32 [MAX_LEGAL, OBS_SIZE], status int8 [MAX_LEGAL]) -> n_legal:
+ * for each legal action of the game's decider, where it leads (lookahead.c). */
+static PyObject *engine_lookahead(EngineObject *self, PyObject *args) {
+    int i;
+    unsigned long long salt;
+    PyObject *obs_obj, *status_obj;
+    if (!PyArg_ParseTuple(args, "iKOO", &i, &salt, &obs_obj, &status_obj) || check_game(self, i) < 0) return NULL;
+    Py_buffer o, s;
+    if (PyObject_GetBuffer(obs_obj, &o, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
+    if (PyObject_GetBuffer(status_obj, &s, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&o);
+        return NULL;
+    }
+    int n = -1;
+    if (o.len == (Py_ssize_t)sizeof(float) * MAX_LEGAL * OBS_SIZE && s.len == MAX_LEGAL) {
+        Game *g = &self->env.games[i];
+        memset(o.buf, 0, sizeof(float) * (size_t)g->n_legal * OBS_SIZE);
+        Py_BEGIN_ALLOW_THREADS
+        n = lookahead_game(&self->env, g, salt, o.buf, s.buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&o);
+    PyBuffer_Release(&s);
+    if (n < 0)
+        return PyErr_Format(PyExc_ValueError, "lookahead buffers must be float32 [%d, %d] and int8 [%d]", MAX_LEGAL,
+                            OBS_SIZE, MAX_LEGAL);
+    return PyLong_FromLong(n);
+}
+
 static PyObject *engine_set_deal(EngineObject *self, PyObject *args) {
     int i, d0, d1, swapped;
     unsigned long long seed;
@@ -341,6 +371,8 @@ static PyMethodDef engine_methods[] = {
     {"reset", (PyCFunction)engine_reset, METH_VARARGS, "reset(seed): start a fresh game in every slot"},
     {"step", (PyCFunction)engine_step, METH_O, "step(actions int32[rows,4]) -> None or (game, row, n_legal)"},
     {"greedy", (PyCFunction)engine_greedy, METH_VARARGS, "greedy(out int32[rows,4][, rows int64]): greedy bot actions for active rows"},
+    {"lookahead", (PyCFunction)engine_lookahead, METH_VARARGS,
+     "lookahead(game, salt, obs f32[MAX_LEGAL, OBS_SIZE], status i8[MAX_LEGAL]) -> n_legal"},
     {"set_deal", (PyCFunction)engine_set_deal, METH_VARARGS, "set_deal(game, seed, deck0, deck1, swapped)"},
     {"render", (PyCFunction)engine_render, METH_VARARGS, "render(game) -> str"},
     {"drain_episodes", (PyCFunction)engine_drain_episodes, METH_NOARGS, "-> (bytes, dropped)"},
@@ -365,6 +397,7 @@ static PyTypeObject EngineType = {
 
 static PyMethodDef module_methods[] = {
     {"layout", py_layout, METH_NOARGS, "Every observation offset, size, head width and enum of the engine."},
+    {"lookahead_status", py_lookahead_status, METH_NOARGS, "The codes of Engine.lookahead's statuses, by name."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_tcg", "Emberfront C engine", -1, module_methods};

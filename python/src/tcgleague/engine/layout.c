@@ -131,3 +131,11 @@ PyObject *py_layout(PyObject *self, PyObject *args) {
     if (rc) { Py_DECREF(d); return NULL; }
     return d;
 }
+
+/* lookahead_status(): the codes of lookahead_game()'s statuses. Not in layout(): the layout's
+ * hash fingerprints checkpoints, and these codes are no part of what a policy sees. */
+PyObject *py_lookahead_status(PyObject *self, PyObject *args) {
+    static const char *LOOK[] = {"decide", "win", "loss", "draw", "wait"};
+    _Static_assert(sizeof(LOOK) / sizeof(*LOOK) == N_LOOK, "lookahead status names");
+    return names_dict(LOOK, N_LOOK);
+}

@@ -1,0 +1,178 @@
+"""Decision-time lookahead: the engine's candidate search leaves the game alone, predicts what a
+real step shows, never reads the real deck order; the actor is seeded, takes a winning move
+when the value weight says so, plays its policy's own decisions, and bad weights are refused
+(in code and on the command line)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tcgleague import train as train_cli
+from tcgleague.bots import make_bot, random_actions
+from tcgleague.checkpoint import load_checkpoint
+from tcgleague.engine import LAYOUT
+from tcgleague.env import TCGEnv
+from tcgleague.evaluate_checkpoint import evaluate_loaded
+from tcgleague.layout import MAX_LEGAL, OBS_SIZE, legal_actions
+from tcgleague.lookahead import STATUS, LookaheadActor
+from tcgleague.play import agent_actor
+
+ROOT = Path(__file__).resolve().parents[2]
+MY_DECK = LAYOUT["global_offset"] + LAYOUT["global_features"]["my_deck"]  # cards left in the decider's deck
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("lookahead")
+    argv = ["--config", "configs/smoke.ini", "--train.total-timesteps", "512", "--train.eval-interval", "0"]
+    assert train_cli.main([*argv, "--base.experiments-dir", str(base)]) == 0
+    (path,) = base.glob("*/model_smoke_000001.pt")
+    return path
+
+
+def random_positions(n_games: int, steps: int, seed: int):
+    """Yields (env, obs, row) at every decision of random play in `n_games` games."""
+    env = TCGEnv(num_games=n_games, seed=seed)
+    obs, _ = env.reset(seed)
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        for row in np.flatnonzero(env.masks):
+            yield env, obs, int(row)
+        obs, *_ = env.step(random_actions(obs, rng))
+
+
+def look(env: TCGEnv, row: int, salt: int) -> tuple[int, np.ndarray, np.ndarray]:
+    next_obs = np.full((MAX_LEGAL, OBS_SIZE), np.nan, dtype=np.float32)
+    status = np.full(MAX_LEGAL, -1, dtype=np.int8)
+    n = env.engine.lookahead(row // 2, salt, next_obs, status)
+    return n, next_obs, status
+
+
+def test_the_search_leaves_the_game_alone_and_covers_every_legal_action():
+    seen = set()
+    for env, obs, row in random_positions(16, 60, seed=1):
+        before = env.engine.get_state()
+        n, next_obs, status = look(env, row, salt=row)
+        assert env.engine.get_state() == before, "the search changed the real game"
+        assert n == int(obs[row, -1]), "one candidate per legal action"
+        assert set(status[:n].tolist()) <= set(STATUS.values()) and (status[n:] == -1).all()
+        decide = status[:n] == STATUS["decide"]
+        assert np.isfinite(next_obs[:n][decide]).all() and (next_obs[:n][~decide] == 0).all()
+        seen |= set(status[:n].tolist())
+    assert {STATUS["decide"], STATUS["wait"]} <= seen
+
+
+def test_a_candidate_that_draws_nothing_shows_what_the_real_step_shows():
+    """Candidates are played on a copy of the game: where no card is drawn and no random
+    effect fires, the predicted next observation is the real one."""
+    compared = same = 0
+    for env, obs, row in random_positions(8, 40, seed=2):
+        n, next_obs, status = look(env, row, salt=7)
+        twin = TCGEnv(num_games=env.num_games, seed=0)
+        legal, _ = legal_actions(obs)
+        for i in np.flatnonzero(status[:n] == STATUS["decide"]):
+            twin.engine.set_state(env.engine.get_state())
+            twin.masks[:] = env.masks
+            actions = legal[:, 0].copy()  # the other games' first legal actions
+            actions[row] = legal[row, i]
+            real, *_ = twin.step(actions)
+            if not twin.masks[row] or real[row, MY_DECK] != obs[row, MY_DECK]:
+                continue  # a response window the search looked through, or a draw: not comparable
+            compared += 1
+            same += np.array_equal(real[row], next_obs[i])
+    assert compared > 50 and same >= 0.9 * compared, (same, compared)
+
+
+def test_a_drawn_card_comes_from_a_reshuffled_deck_not_the_real_one():
+    """Where a candidate draws, the card depends on the search's salt: the real deck order is
+    never read (without the reshuffle every salt would draw the real top card)."""
+    varied = draws = 0
+    for env, obs, row in random_positions(16, 80, seed=3):
+        n, first, status = look(env, row, salt=1)
+        drew = (status[:n] == STATUS["decide"]) & (first[:n, MY_DECK] < obs[row, MY_DECK])
+        if not drew.any():
+            continue
+        draws += 1
+        i = int(np.flatnonzero(drew)[0])
+        varied += any(not np.array_equal(look(env, row, salt)[1][i], first[i]) for salt in range(2, 10))
+    assert draws > 5 and varied >= 0.8 * draws, (varied, draws)
+
+
+def test_a_seeded_lookahead_match_is_reproducible_and_searches(checkpoint):
+    loaded = load_checkpoint(checkpoint)
+    a, b = (evaluate_loaded(loaded, "greedy", 16, seed=3, lookahead=30.0, log=lambda *_: None) for _ in range(2))
+    assert a["lookahead_searched"] > 100 and a["lookahead_overridden"] > 0
+    keys = ("wins", "losses", "draws", "mean_length", "lookahead_searched", "lookahead_overridden")
+    assert [a[k] for k in keys] == [b[k] for k in keys]
+    plain = evaluate_loaded(loaded, "greedy", 16, seed=3, log=lambda *_: None)
+    assert plain["lookahead"] is None and plain["lookahead_searched"] == 0
+
+
+def test_the_policys_own_decision_is_untouched_and_a_winning_move_is_taken(checkpoint):
+    """The search keeps the policy's sampled decision (same LSTM state, same draws as a plain
+    actor) and, at a weight that makes Q dominate, takes a move that wins on the spot."""
+    loaded = load_checkpoint(checkpoint)
+    wins_found = 0
+    for env, obs, row in random_positions(16, 200, seed=4):
+        n, _, status = look(env, row, salt=0)
+        if not (status[:n] == STATUS["win"]).any() or (status[:n] == STATUS["win"]).all():
+            continue
+        plain = agent_actor(loaded, env, seed=9, name="plain")
+        searcher = agent_actor(loaded, env, seed=9, name="search", lookahead=1e4)
+        d_plain = plain.decide(torch.from_numpy(obs[[row]]), torch.tensor([row]))
+        d_search, chosen = searcher.search(obs, np.array([row]))
+        assert torch.equal(d_plain.actions, d_search.actions) and torch.equal(d_plain.logprob, d_search.logprob)
+        legal, _ = legal_actions(obs[row][None])
+        picked = [i for i in range(n) if np.array_equal(legal[0, i], chosen[0])]
+        assert status[picked[0]] == STATUS["win"]
+        wins_found += 1
+        if wins_found == 3:
+            break
+    assert wins_found == 3, "random play should reach winning moves"
+
+
+@pytest.mark.parametrize("weight", [0.0, -1.0, math.nan, math.inf, True, "30"])
+def test_a_bad_value_weight_is_refused(checkpoint, weight):
+    env = TCGEnv(num_games=1)
+    with pytest.raises(ValueError, match="value_weight must be a finite number > 0"):
+        agent_actor(load_checkpoint(checkpoint), env, seed=0, name="agent", lookahead=weight)
+
+
+def test_only_a_policy_in_an_engine_env_can_search(checkpoint):
+    env = TCGEnv(num_games=1)
+    with pytest.raises(TypeError, match="needs a policy"):
+        LookaheadActor(make_bot("greedy", env, 0), env, seed=0)
+    inner = agent_actor(load_checkpoint(checkpoint), env, seed=0, name="agent")
+    with pytest.raises(TypeError, match="needs the engine's games"):
+        LookaheadActor(inner, object(), seed=0)
+
+
+def evaluate(*args: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "evaluate_checkpoint.py", *args]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_evaluate_checkpoint_with_lookahead_reports_the_search(checkpoint, tmp_path):
+    out = tmp_path / "r.json"
+    proc = evaluate(str(checkpoint), "--episodes", "8", "--lookahead", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(out.read_text())
+    assert report["lookahead"] == 30.0 and report["lookahead_searched"] > 0 and report["episodes"] == 8
+    assert "lookahead 30 (searched" in proc.stdout
+
+
+@pytest.mark.parametrize("weight", ["0", "-1", "nan", "inf"])
+def test_evaluate_checkpoint_refuses_a_bad_lookahead_weight(checkpoint, weight):
+    proc = evaluate(str(checkpoint), "--episodes", "2", f"--lookahead={weight}")
+    assert proc.returncode == 2 and "--lookahead W must be a finite number > 0" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
