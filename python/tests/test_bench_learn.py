@@ -22,7 +22,7 @@ def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_pa
         run = figures[name]
         assert run["steps"] == 1536 and [p["step"] for p in run["curve"]] == [512, 1024, 1536]
         assert 0.0 <= run["winrate_vs_greedy"] <= 1.0 and run["games_vs_greedy"] == 8
-        assert run["lookahead"] == 30.0 and run["games_vs_greedy_lookahead"] == 8  # and searching one move ahead
+        assert run["lookahead"] == 100.0 and run["games_vs_greedy_lookahead"] == 8  # and searching a turn ahead
         assert 0.0 <= run["wilson_low_vs_random_lookahead"] <= run["winrate_vs_random_lookahead"] <= 1.0
         assert run["sps"] > 0
         last = json.loads((Path(run["run_dir"]) / "metrics.jsonl").read_text().splitlines()[-1])
@@ -30,4 +30,4 @@ def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_pa
     assert figures["games_league_vs_selfplay"] == 8 and figures["jobs"] == 2  # trained side by side
     assert figures["command"] == "python -m tcgleague.bench " + " ".join(cmd[3:]), "the experiments table's command"
     assert 0.0 <= figures["wilson_low_league_vs_selfplay"] <= figures["winrate_league_vs_selfplay"] <= 1.0
-    assert "league vs self-play" in done.stdout and "self-play + lookahead 30: vs greedy" in done.stdout
+    assert "league vs self-play" in done.stdout and "self-play + lookahead 100: vs greedy" in done.stdout

@@ -1,22 +1,23 @@
-"""Decision-time lookahead: a trained policy that looks one move ahead before it acts.
+"""Decision-time lookahead: a trained policy that looks a turn ahead before it acts.
 
 At each decision the policy samples its move as usual; then every legal action is tried on a
-copy of the game (engine: lookahead.c, which re-draws both decks' order and the rng so the
-search never reads hidden information) and scored
+copy of the game (engine: lookahead.c) and scored
 
     score(a) = log pi(a) + value_weight * Q(a)
 
-where Q(a) is the policy's own value of where `a` leads: +1 / -1 / 0 when the game ends there,
-V(next observation) when the decider acts again, and V(this observation) when the opponent
-decides next (the value head only ever saw observations at its own decisions). The prior keeps
-the search honest: a pure value argmax (value_weight -> inf) plays far worse than the policy,
-because V is noisy between nearby states; the policy term breaks the ties it cannot. Where every
-candidate has the same Q the sampled move stands, so a lookahead actor plays exactly like its
-policy whenever the search has nothing to say. Training is unchanged: this is how a trained
-checkpoint is played (evaluate_checkpoint --lookahead, play --lookahead, bench learn).
+where Q(a) is the policy's own value of where `a` leads: +1 / -1 / 0 when the game ends on the
+way, else V(the decider's observation at its first decision in a later turn). On the way, the
+greedy bot's heuristic plays both seats (the rest of this turn, the opponent's turn), so every
+candidate is judged at the same horizon. The copy re-deals what the decider cannot see (its
+deck's order, the opponent's hand), so the search never reads hidden information.
 
-It costs one engine copy per legal action and one batched value pass per step: about 6-8x a
-plain evaluation on our 2-core CPU."""
+The prior keeps the search honest: a pure value argmax (value_weight -> inf) plays worse than a
+balance, because V is noisy between nearby states. Where every candidate has the same Q the
+sampled move stands. Training is unchanged: this is how a trained checkpoint can be played
+(evaluate_checkpoint --lookahead, play --lookahead, bench learn's second final evaluation).
+
+It costs one engine copy and about a turn and a half of heuristic play per legal action, and
+one batched value pass per step: about 10x a plain evaluation on our 2-core CPU."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from .env import TCGEnv
 from .layout import MAX_LEGAL, OBS_SIZE, legal_actions
 from .match import Side
 
-DEFAULT_VALUE_WEIGHT = 30.0  # chosen on self-play at 1.6M-8M steps (experiments/README.md)
+DEFAULT_VALUE_WEIGHT = 100.0  # chosen against the policy itself at 1.6M-4.1M steps (experiments/README.md)
 STATUS = LOOKAHEAD_STATUS  # where a candidate leads: decide / win / loss / draw / wait
 TERMINAL_Q = {STATUS["win"]: 1.0, STATUS["loss"]: -1.0, STATUS["draw"]: 0.0}
 

@@ -18,7 +18,7 @@ from ..trainer import Trainer
 def print_table(title: str, rows: list[tuple[str, str, str]]) -> None:
     table = Table(title=title)
     for column in ("figure", "value", "target"):
-        table.add_column(column)
+        table.add_column(column, no_wrap=column == "figure")  # a figure's name stays greppable in a log
     for row in rows:
         table.add_row(*row)
     Console().print(table)

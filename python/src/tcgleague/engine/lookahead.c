@@ -1,16 +1,22 @@
 /* Decision-time lookahead for a learned policy (python: lookahead.LookaheadActor).
  *
  * Each legal action of a game's decider is applied to a copy of the game in which what the
- * decider cannot see is re-drawn: both decks are reshuffled and the rng reseeded from `salt`.
- * A lookahead therefore never reads the real order of a deck, so a searched move is one the
- * decider could have worked out itself. Every candidate shares the same re-draw (common random
- * numbers): candidates differ by the action, not by their luck. An opponent's response window
- * that follows is looked through as a pass (legal[0] is always PASS), as the greedy bot does. */
+ * decider cannot see is re-drawn from `salt`: its own deck is reshuffled, the opponent's hand is
+ * redealt from its hand and deck together, and the rng is reseeded. A lookahead therefore never
+ * reads hidden information, so a searched move is one the decider could have worked out itself.
+ * Every candidate shares the same re-draw (common random numbers): candidates differ by the
+ * action, not by their luck.
+ *
+ * After the candidate, the greedy bot's heuristic plays both seats - the rest of the decider's
+ * turn and the opponent's turn - until the decider decides in a later turn (normally the start of
+ * its next one) or the game ends. Every candidate is thus judged at the same horizon: comparing
+ * the value of a mid-turn state with that of an ended turn would favour whichever the value head
+ * happens to overrate. */
 #include <stddef.h>
 #include "tcg.h"
 #include "rules_internal.h"
 
-#define LOOK_RESPONSES 4  /* response windows looked through after a candidate */
+#define LOOK_MOVES 96  /* decisions played out by the heuristic after a candidate, at most */
 
 static uint64_t mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -18,24 +24,50 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
+/* Cards the decider cannot tell apart by position, put in a random order that depends only on
+ * which cards they are (sorted first), never on the order the game holds them in. */
+static void reorder_unseen(Game *g, int16_t *cards, int n) {
+    for (int k = 1; k < n; k++)
+        for (int j = k; j > 0 && cards[j - 1] > cards[j]; j--) {
+            int16_t t = cards[j]; cards[j] = cards[j - 1]; cards[j - 1] = t;
+        }
+    for (int k = n - 1; k > 0; k--) {
+        int j = rng_below(&g->rng, k + 1);
+        int16_t t = cards[k]; cards[k] = cards[j]; cards[j] = t;
+    }
+}
+
+/* What the decider `me` cannot see, dealt again: its own deck's order, and the opponent's hand
+ * and deck together (it knows the opponent's deck list and what was played, not the split). */
+static void redeal_hidden(Game *g, int me) {
+    Player *mine = &g->players[me], *theirs = &g->players[1 - me];
+    reorder_unseen(g, mine->deck, mine->deck_count);
+    int16_t unseen[MAX_HAND + DECK_SIZE];
+    int n = 0;
+    for (int h = 0; h < theirs->hand_count; h++) unseen[n++] = theirs->hand[h];
+    for (int d = 0; d < theirs->deck_count; d++) unseen[n++] = theirs->deck[d];
+    reorder_unseen(g, unseen, n);
+    for (int h = 0; h < theirs->hand_count; h++) theirs->hand[h] = unseen[h];
+    for (int d = 0; d < theirs->deck_count; d++) theirs->deck[d] = unseen[theirs->hand_count + d];
+}
+
 static int look_one(const Env *env, const Game *g, int i, uint64_t salt, float *obs) {
     int me = g->decider;
     Game sim = *g;
     sim.rng = mix64(salt + 0x9E3779B97F4A7C15ull);
-    shuffle_deck(&sim, &sim.players[0]);
-    shuffle_deck(&sim, &sim.players[1]);
+    redeal_hidden(&sim, me);
     game_apply(env, &sim, i);
-    for (int k = 0; k < LOOK_RESPONSES && sim.result == RESULT_NONE && sim.phase == PH_RESPONSE && sim.decider != me; k++)
-        game_apply(env, &sim, 0);
+    for (int k = 0; k < LOOK_MOVES && sim.result == RESULT_NONE && (sim.decider != me || sim.turn == g->turn); k++)
+        game_apply(env, &sim, greedy_choice(env, &sim));
     if (sim.result == RESULT_DRAW) return LOOK_DRAW;
     if (sim.result != RESULT_NONE) return sim.result == me ? LOOK_WIN : LOOK_LOSS;
-    if (sim.decider != me) return LOOK_WAIT;
+    if (sim.decider != me || sim.turn == g->turn) return LOOK_WAIT;
     write_observation(env, &sim, me, obs);
     return LOOK_DECIDE;
 }
 
 /* For each legal action i of game g: status[i] (LOOK_*) and, for LOOK_DECIDE, obs[i] = the
- * decider's observation at its next decision. Returns the number of legal actions. */
+ * decider's observation at its first decision in a later turn. Returns the number of legal actions. */
 int lookahead_game(const Env *env, const Game *g, uint64_t salt, float *obs, int8_t *status) {
     for (int i = 0; i < g->n_legal; i++) status[i] = (int8_t)look_one(env, g, i, salt, obs + (size_t)i * OBS_SIZE);
     return g->n_legal;
