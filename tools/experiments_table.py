@@ -11,9 +11,21 @@ import sys
 from pathlib import Path
 
 HEADER = (
-    "| change | steps | vs greedy [95% Wilson] | vs random | SPS | curve vs greedy (per 1M) | command |\n"
-    "|---|---|---|---|---|---|---|"
+    "| change | steps | vs greedy [95% Wilson] | vs random | with lookahead: vs greedy / vs random | SPS "
+    "| curve vs greedy (per 1M) | command |\n"
+    "|---|---|---|---|---|---|---|---|"
 )
+
+
+def searching(f: dict) -> str:
+    """The final checkpoint's figures with decision-time lookahead (rows run before it: -)."""
+    if not f.get("lookahead"):
+        return "-"
+    greedy = (
+        f"{f['winrate_vs_greedy_lookahead']:.3f} [{f['wilson_low_vs_greedy_lookahead']:.3f}, "
+        f"{f['wilson_high_vs_greedy_lookahead']:.3f}]"
+    )
+    return f"{greedy} / {f['winrate_vs_random_lookahead']:.3f} (weight {f['lookahead']:g})"
 
 
 def row(f: dict, name: str) -> str:
@@ -21,7 +33,7 @@ def row(f: dict, name: str) -> str:
     curve = " ".join(f"{p['winrate_vs_greedy']:.2f}" for p in f["curve"]) or "-"
     label = f.get("label") or name
     return (
-        f"| {label} | {f['steps'] / 1e6:.1f}M | {greedy} | {f['winrate_vs_random']:.3f} | {f['sps']:,.0f} "
+        f"| {label} | {f['steps'] / 1e6:.1f}M | {greedy} | {f['winrate_vs_random']:.3f} | {searching(f)} | {f['sps']:,.0f} "
         f"| {curve} | `{f['command']}` |"
     )
 
