@@ -29,7 +29,9 @@ from tcgleague.play import agent_actor
 ROOT = Path(__file__).resolve().parents[2]
 GLOBAL = LAYOUT["global_offset"]
 MY_DECK = GLOBAL + LAYOUT["global_features"]["my_deck"]  # cards left in the decider's deck
-TURN, SEAT = GLOBAL + LAYOUT["global_features"]["turn"], GLOBAL + LAYOUT["global_features"]["seat"]
+TURN, SEAT, MY_TURN = (GLOBAL + LAYOUT["global_features"][name] for name in ("turn", "seat", "my_turn"))
+HAND_START = LAYOUT["entity_offset"] + LAYOUT["entity_groups"]["my_hand"] * LAYOUT["entity_width"]
+MY_HAND = slice(HAND_START, HAND_START + LAYOUT["max_hand"] * LAYOUT["entity_width"])  # the decider's hand entities
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -76,14 +78,16 @@ def test_the_search_leaves_the_game_alone_and_covers_every_legal_action():
 
 
 def test_every_candidate_is_judged_at_the_deciders_next_turn():
-    """A candidate that does not end the game is looked at from the decider's own seat at its
-    first decision in a later turn: the same horizon for a mid-turn play and an end of turn."""
+    """A candidate that does not end the game is looked at from the decider's own seat at the
+    start of its next turn (not in a response window of the opponent's): the same horizon for a
+    mid-turn play and an end of turn."""
     looked = 0
     for env, obs, row in random_positions(8, 60, seed=2):
         n, next_obs, status = look(env, row, salt=7)
         turn = obs[row, TURN]
         for i in np.flatnonzero(status[:n] == STATUS["decide"]):
-            assert next_obs[i, SEAT] == row % 2 and next_obs[i, TURN] > turn, (turn, next_obs[i, TURN])
+            assert next_obs[i, SEAT] == row % 2 and next_obs[i, MY_TURN] == 1, "the decider's own turn"
+            assert next_obs[i, TURN] > turn, (turn, next_obs[i, TURN])
             looked += 1
     assert looked > 500
 
@@ -103,13 +107,14 @@ def hidden_information_permuted(pos: dict, me: int) -> dict:
 
 def test_the_search_depends_only_on_what_the_decider_sees():
     """Two games that differ only in hidden information (the decider's deck order, which of
-    the opponent's unseen cards are in its hand) give the very same lookahead; a visible change
-    does not (the comparison can fail)."""
+    the opponent's unseen cards are in its hand, the rng: the twin is dealt from another seed
+    and then given the position) give the very same lookahead; a visible change does not (the
+    comparison can fail)."""
     compared = changed = 0
     for env, _obs, row in random_positions(8, 60, seed=5):
         game = row // 2
-        twin = TCGEnv(num_games=env.num_games, seed=0)
-        twin.engine.set_state(env.engine.get_state())
+        twin = TCGEnv(num_games=env.num_games, seed=99)
+        twin.reset(99)
         pos = position.decode(env.engine.export_position(game))
         twin.engine.import_position(game, position.encode(hidden_information_permuted(pos, row % 2)))
         n, next_obs, status = look(env, row, salt=11)
@@ -125,8 +130,8 @@ def test_the_search_depends_only_on_what_the_decider_sees():
 
 
 def test_a_drawn_card_comes_from_a_reshuffled_deck_not_the_real_one():
-    """Where a candidate draws, the card depends on the search's salt: the real deck order is
-    never read (without the reshuffle every salt would draw the real top card)."""
+    """Where a candidate draws, the card in the decider's hand depends on the search's salt: the
+    real deck order is never read (without the reshuffle every salt would draw the real top card)."""
     varied = draws = 0
     for env, obs, row in random_positions(16, 80, seed=3):
         n, first, status = look(env, row, salt=1)
@@ -135,7 +140,9 @@ def test_a_drawn_card_comes_from_a_reshuffled_deck_not_the_real_one():
             continue
         draws += 1
         i = int(np.flatnonzero(drew)[0])
-        varied += any(not np.array_equal(look(env, row, salt)[1][i], first[i]) for salt in range(2, 10))
+        varied += any(
+            not np.array_equal(look(env, row, salt)[1][i, MY_HAND], first[i, MY_HAND]) for salt in range(2, 10)
+        )
     assert draws > 5 and varied >= 0.8 * draws, (varied, draws)
 
 

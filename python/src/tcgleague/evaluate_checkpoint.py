@@ -8,7 +8,7 @@ it is accepted or refused exactly as `train.py --resume-checkpoint` would (same 
 sampler is set to the checkpoint's annealed values (its primary temperature, and the
 subaction temperature and smoothing at its step), unless --argmax or --temperature T is given.
 Games are played at the checkpoint's own [env] turn_cap, as its training evaluation was.
-With --lookahead [W] the checkpoint searches one move ahead before each move (lookahead.py).
+With --lookahead [W] the checkpoint searches a turn ahead before each move (lookahead.py).
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def evaluate_loaded(
 ) -> dict:
     """Evaluates a loaded checkpoint; returns the JSON-ready report (match.MatchReport.summary
     plus what was evaluated). `opponent` is "random", "greedy" or a checkpoint path; with
-    `lookahead` (a value weight) the checkpoint searches one move ahead."""
+    `lookahead` (a value weight) the checkpoint searches a turn ahead."""
     sampler = checkpoint_sampler(loaded, temperature)
     learner = policy_side(loaded.policy.eval(), sampler, seed, argmax)
     searchers: list[LookaheadActor] = []
@@ -168,7 +168,7 @@ def parse_args(argv):
         nargs="?",
         const=DEFAULT_VALUE_WEIGHT,
         metavar="W",
-        help=f"search one move ahead before each move, value weight W (default {DEFAULT_VALUE_WEIGHT:g}; lookahead.py)",
+        help=f"search a turn ahead before each move, value weight W (default {DEFAULT_VALUE_WEIGHT:g}; lookahead.py)",
     )
     p.add_argument(
         "--strict",

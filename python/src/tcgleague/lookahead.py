@@ -29,12 +29,13 @@ import torch
 from .actors import Decision, PolicyActor
 from .engine import LOOKAHEAD_STATUS
 from .env import TCGEnv
-from .layout import MAX_LEGAL, OBS_SIZE, legal_actions
+from .layout import COUNT, MAX_LEGAL, OBS_SIZE, legal_actions
 from .match import Side
 
 DEFAULT_VALUE_WEIGHT = 100.0  # chosen against the policy itself at 1.6M-4.1M steps (experiments/README.md)
 STATUS = LOOKAHEAD_STATUS  # where a candidate leads: decide / win / loss / draw / wait
 TERMINAL_Q = {STATUS["win"]: 1.0, STATUS["loss"]: -1.0, STATUS["draw"]: 0.0}
+ENDED, WAITED = -1, -2  # a candidate's slot when the game ended / the play-out did not come back
 
 
 def is_value_weight(value_weight) -> bool:
@@ -50,7 +51,7 @@ def check_value_weight(value_weight) -> float:
 
 
 class LookaheadActor:
-    """A PolicyActor that searches one move ahead before it acts (an Actor: act / reset_rows).
+    """A PolicyActor that searches a turn ahead before it acts (an Actor: act / reset_rows).
 
     `searched` counts decisions with more than one legal action, `overridden` those where the
     search changed the sampled move. The salts of the re-drawn decks come from `seed`, so a
@@ -84,22 +85,22 @@ class LookaheadActor:
         """The policy's decision for env rows `rows` (its LSTM state advances as usual) and the
         actions after the search, int32 [len(rows), 4]."""
         rows = np.asarray(rows, dtype=np.int64)
+        if not self.env.masks[rows].all():
+            raise ValueError(
+                f"{self.name}: lookahead asked for rows that are not deciding: {rows[~self.env.masks[rows]]}"
+            )
         device = self.inner.device
         decision = self.inner.decide(torch.from_numpy(obs[rows]).to(device), torch.from_numpy(rows).to(device))
         actions = decision.actions.cpu().numpy().astype(np.int32)
-        q = self.action_values(obs, rows)
+        q = self.action_values(obs, rows, decision.value.cpu().numpy())
         contested = [k for k, qk in enumerate(q) if qk is not None and np.ptp(qk) > 0]
         self.searched += sum(qk is not None for qk in q)
         if not contested:
             return decision, actions
         pick = torch.tensor(contested, device=device)
-        prior = (
-            self.inner.legal_log_probs(
-                torch.from_numpy(obs[rows[contested]]).to(device), decision.state_h[pick], decision.state_c[pick]
-            )
-            .cpu()
-            .numpy()
-        )
+        obs_contested = torch.from_numpy(obs[rows[contested]]).to(device)
+        prior = self.inner.legal_log_probs(obs_contested, decision.state_h[pick], decision.state_c[pick])
+        prior = prior.cpu().numpy()
         legal, _ = legal_actions(obs[rows[contested]])
         for j, k in enumerate(contested):
             best = int(np.argmax(prior[j, : len(q[k])] + self.value_weight * q[k]))
@@ -108,11 +109,16 @@ class LookaheadActor:
                 self.overridden += 1
         return decision, actions
 
-    def action_values(self, obs: np.ndarray, rows: np.ndarray) -> list[np.ndarray | None]:
+    def action_values(self, obs: np.ndarray, rows: np.ndarray, values_now: np.ndarray) -> list[np.ndarray | None]:
         """Q of each legal action of each of `rows` (whose decisions were just taken: their LSTM
-        states are the ones their next decisions start from), None where a row has one legal
-        action. All the value lookups of all rows are one batched pass."""
+        states are the ones their next turns start from), None where a row has one legal action.
+        `values_now` are the rows' values before their decisions, the fallback for a candidate
+        whose play-out never reached the decider's next turn. All the value lookups of all rows
+        are one batched pass."""
         found = [self.candidates(obs[row], int(row)) for row in rows]
+        for k, f in enumerate(found):
+            if f is not None:
+                f[0][f[2] == WAITED] = values_now[k]
         searched = [k for k, f in enumerate(found) if f is not None and len(f[1])]
         if searched:
             device = self.inner.device
@@ -122,32 +128,31 @@ class LookaheadActor:
             values = values.cpu().numpy().astype(np.float64)
             offset = 0
             for k in searched:
-                q, value_obs_k, slot = found[k]
-                has_value = slot >= 0
-                q[has_value] = values[offset + slot[has_value]]
-                offset += len(value_obs_k)
+                q, next_obs, slot = found[k]
+                decided = slot >= 0
+                q[decided] = values[offset + slot[decided]]
+                offset += len(next_obs)
         return [None if f is None else f[0] for f in found]
 
     def candidates(self, obs_row: np.ndarray, row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Where each legal action of env row `row` leads: (Q with the game-ending actions filled
-        in, the observations whose values the rest need [m, obs_size], each action's row in
-        them or -1), or None with a single legal action."""
+        in; the decider's next-turn observations [m, obs_size]; each action's row in them, or
+        ENDED / WAITED), or None with a single legal action (not searched; its salt is drawn
+        all the same, so later searches do not depend on which rows had a choice)."""
         salt = int(self.salts.integers(0, 2**63))
-        n = self.env.engine.lookahead(row // 2, salt, self.next_obs, self.status)
-        if n <= 1:
+        if obs_row[COUNT] <= 1:
             return None
+        n = self.env.engine.lookahead(row // 2, salt, self.next_obs, self.status)
         status = self.status[:n]
         q = np.array([TERMINAL_Q.get(int(s), 0.0) for s in status])
-        decide, wait = np.flatnonzero(status == STATUS["decide"]), status == STATUS["wait"]
-        slot = np.full(n, -1)
+        decide = np.flatnonzero(status == STATUS["decide"])
+        slot = np.where(status == STATUS["wait"], WAITED, ENDED)
         slot[decide] = np.arange(len(decide))
-        slot[wait] = len(decide)  # all share this observation's value
-        value_obs = [self.next_obs[decide], obs_row[None]] if wait.any() else [self.next_obs[decide]]
-        return q, np.concatenate(value_obs), slot
+        return q, self.next_obs[decide].copy(), slot
 
 
 def lookahead_side(side: Side, seed: int, value_weight: float, made: list[LookaheadActor] | None = None) -> Side:
-    """A policy side (match.policy_side) that searches before it acts; each actor it makes is
+    """A policy side (match.policy_side) that searches a turn ahead before it acts; each actor it makes is
     appended to `made`, so a caller can read its counters after the match."""
     check_value_weight(value_weight)
 

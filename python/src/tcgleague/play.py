@@ -3,7 +3,7 @@ play a checkpoint in the terminal. The board is drawn at each of your decisions,
 actions are a numbered list in words, and the agent's move is shown with its most likely
 alternatives (cards still in its hand unnamed, unless --reveal).
 `--opponent greedy|random|CKPT` instead watches the agent play that opponent, move by move.
-`--lookahead [W]` makes the agent search one move ahead (lookahead.py) before each move.
+`--lookahead [W]` makes the agent search a turn ahead (lookahead.py) before each move.
 Ctrl-C or the end of input leaves cleanly. The checkpoint loads through the validated path
 evaluate_checkpoint uses."""
 
@@ -83,7 +83,7 @@ def agent_actor(
     loaded: LoadedCheckpoint, env: TCGEnv, seed: int, name: str, lookahead: float | None = None
 ) -> PolicyActor | LookaheadActor:
     """A checkpoint as an actor for `env`'s rows: the side evaluate_checkpoint plays (with
-    `lookahead`, searching one move ahead at that value weight)."""
+    `lookahead`, searching a turn ahead at that value weight)."""
     side = policy_side(loaded.policy.eval(), checkpoint_sampler(loaded), seed, name=name)
     return side(env) if lookahead is None else lookahead_side(side, seed, lookahead)(env)
 
@@ -215,7 +215,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         nargs="?",
         const=DEFAULT_VALUE_WEIGHT,
         metavar="W",
-        help=f"the agent searches one move ahead, value weight W (default {DEFAULT_VALUE_WEIGHT:g})",
+        help=f"the agent searches a turn ahead, value weight W (default {DEFAULT_VALUE_WEIGHT:g})",
     )
     args = p.parse_args(argv)
     if args.games < 1 or args.seed < 0:

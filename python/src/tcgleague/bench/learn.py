@@ -2,7 +2,7 @@
 steps (or for --minutes of wall time), evaluating vs the bots every --eval-every steps on the
 way (the learning curve), then evaluates the final checkpoint through evaluate_checkpoint's
 core (same load-and-validate path) vs random and greedy over --episodes duplicate games each:
-as the policy plays, and again searching one move ahead (--lookahead W, lookahead.py; figures
+as the policy plays, and again searching a turn ahead (--lookahead W, lookahead.py; figures
 suffixed `_lookahead`; 0 = not).
 
 With --league, the league (--league-config) and the self-play baseline (--config) train with
@@ -36,7 +36,7 @@ from ..train import checkpoint_writer
 from .common import print_table
 
 ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the config
-LOOKAHEAD_SUFFIX = "_lookahead"  # the figures of the final checkpoint searching one move ahead
+LOOKAHEAD_SUFFIX = "_lookahead"  # the figures of the final checkpoint searching a turn ahead
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -55,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_VALUE_WEIGHT,
         metavar="W",
-        help=f"also evaluate the final checkpoint searching one move ahead at value weight W (default "
+        help=f"also evaluate the final checkpoint searching a turn ahead at value weight W (default "
         f"{DEFAULT_VALUE_WEIGHT:g}; 0 = not)",
     )
     p.add_argument("--label", default="", help="what this run changes (the experiments table's first column)")

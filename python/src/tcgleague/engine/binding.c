@@ -198,9 +198,14 @@ static PyObject *engine_lookahead(EngineObject *self, PyObject *args) {
         PyBuffer_Release(&o);
         return NULL;
     }
+    Game *g = &self->env.games[i];
+    if (g->result != RESULT_NONE) {
+        PyBuffer_Release(&o);
+        PyBuffer_Release(&s);
+        return PyErr_Format(PyExc_ValueError, "game %d is over: nothing to look ahead from", i);
+    }
     int n = -1;
     if (o.len == (Py_ssize_t)sizeof(float) * MAX_LEGAL * OBS_SIZE && s.len == MAX_LEGAL) {
-        Game *g = &self->env.games[i];
         memset(o.buf, 0, sizeof(float) * (size_t)g->n_legal * OBS_SIZE);
         Py_BEGIN_ALLOW_THREADS
         n = lookahead_game(&self->env, g, salt, o.buf, s.buf);

@@ -8,10 +8,14 @@
  * action, not by their luck.
  *
  * After the candidate, the greedy bot's heuristic plays both seats - the rest of the decider's
- * turn and the opponent's turn - until the decider decides in a later turn (normally the start of
- * its next one) or the game ends. Every candidate is thus judged at the same horizon: comparing
- * the value of a mid-turn state with that of an ended turn would favour whichever the value head
- * happens to overrate. */
+ * turn, the opponent's turn and the decider's response windows in it - until the decider's next
+ * turn begins or the game ends. Every candidate is thus judged at the same horizon: comparing
+ * the value of a mid-turn state (or of a response window before the opponent's attack lands)
+ * with that of an ended turn would favour whichever the value head happens to overrate.
+ *
+ * "Cannot see" treats played and discarded cards as public, as at a table: the opponent's
+ * unseen cards are its deck list less those, though the observation carries discard piles as
+ * counts only. */
 #include <stddef.h>
 #include "tcg.h"
 #include "rules_internal.h"
@@ -51,23 +55,28 @@ static void redeal_hidden(Game *g, int me) {
     for (int d = 0; d < theirs->deck_count; d++) theirs->deck[d] = unseen[theirs->hand_count + d];
 }
 
+/* sim has reached a decision of `me` in a turn of its own that began after g's. */
+static int next_own_turn(const Game *g, const Game *sim, int me) {
+    return sim->decider == me && sim->active == me && sim->turn != g->turn;
+}
+
 static int look_one(const Env *env, const Game *g, int i, uint64_t salt, float *obs) {
     int me = g->decider;
     Game sim = *g;
     sim.rng = mix64(salt + 0x9E3779B97F4A7C15ull);
     redeal_hidden(&sim, me);
     game_apply(env, &sim, i);
-    for (int k = 0; k < LOOK_MOVES && sim.result == RESULT_NONE && (sim.decider != me || sim.turn == g->turn); k++)
+    for (int k = 0; k < LOOK_MOVES && sim.result == RESULT_NONE && !next_own_turn(g, &sim, me); k++)
         game_apply(env, &sim, greedy_choice(env, &sim));
     if (sim.result == RESULT_DRAW) return LOOK_DRAW;
     if (sim.result != RESULT_NONE) return sim.result == me ? LOOK_WIN : LOOK_LOSS;
-    if (sim.decider != me || sim.turn == g->turn) return LOOK_WAIT;
+    if (!next_own_turn(g, &sim, me)) return LOOK_WAIT;
     write_observation(env, &sim, me, obs);
     return LOOK_DECIDE;
 }
 
 /* For each legal action i of game g: status[i] (LOOK_*) and, for LOOK_DECIDE, obs[i] = the
- * decider's observation at its first decision in a later turn. Returns the number of legal actions. */
+ * decider's observation at the start of its next turn. Returns the number of legal actions. */
 int lookahead_game(const Env *env, const Game *g, uint64_t salt, float *obs, int8_t *status) {
     for (int i = 0; i < g->n_legal; i++) status[i] = (int8_t)look_one(env, g, i, salt, obs + (size_t)i * OBS_SIZE);
     return g->n_legal;

@@ -185,7 +185,7 @@ void write_observation(const Env *env, const Game *g, int viewer, float *obs);
 /* greedy.c */
 int greedy_choice(const Env *env, const Game *g);
 /* lookahead.c: what each legal action of g's decider leads to (status, and its next observation);
- * LOOK_WAIT: no decision of the decider's in a later turn within the moves played out */
+ * LOOK_WAIT: the decider's next turn not reached within the moves played out */
 enum { LOOK_DECIDE, LOOK_WIN, LOOK_LOSS, LOOK_DRAW, LOOK_WAIT, N_LOOK };
 int lookahead_game(const Env *env, const Game *g, uint64_t salt, float *obs, int8_t *status);
 /* position.c: a flat int32 view of one game, for hand-built test positions */
