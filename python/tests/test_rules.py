@@ -825,6 +825,21 @@ def test_mulligan_keep_and_redraw():
     assert redrawn_differs, "a mulligan never changed the hand"
 
 
+def test_a_mulligan_never_overfills_the_deck(h):
+    """An imported position may hold more cards than a deck has room for (a full hand and a
+    full deck): the redraw keeps the deck within its array and loses no card."""
+    pos = h.position()
+    card = h.vanilla()
+    me = pos["players"][0]
+    me.update(hand=[card] * MAX_HAND, deck=[card] * LAYOUT["deck_size"], mulligan_done=0)
+    pos.update(phase=PHASES["mulligan"], turn=0)
+    h.load(pos)
+    h.step(MULLIGAN)
+    after = h.pos()["players"][0]
+    assert after["deck_count"] <= LAYOUT["deck_size"]
+    assert len(after["hand"]) + after["deck_count"] + after["discard_count"] == MAX_HAND + LAYOUT["deck_size"]
+
+
 def test_spark_gives_one_energy_once(h):
     pos = h.position(energy=3)
     pos["players"][0]["spark"] = 1

@@ -109,7 +109,11 @@ static void finish_mulligan(const Env *env, Game *g, int d) {
 
 static void mulligan(const Env *env, Game *g, int d) {
     Player *p = &g->players[d];
-    while (p->hand_count > 0) { p->deck[p->deck_count++] = p->hand[p->hand_count - 1]; remove_hand_card(p, p->hand_count - 1); }
+    /* (a dealt game never holds more than DECK_SIZE cards; an imported position might) */
+    while (p->hand_count > 0 && p->deck_count < DECK_SIZE) {
+        p->deck[p->deck_count++] = p->hand[p->hand_count - 1];
+        remove_hand_card(p, p->hand_count - 1);
+    }
     shuffle_deck(g, p);
     for (int i = 0; i < START_HAND + (d != g->first_player); i++) draw_card(env, g, d);
 }
