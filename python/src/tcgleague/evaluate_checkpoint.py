@@ -28,7 +28,7 @@ from .bots import BOTS
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .errors import ArgumentError, entry_point, output_file
 from .layout import DEFAULT_TURN_CAP
-from .lookahead import DEFAULT_VALUE_WEIGHT, LookaheadActor, is_value_weight, lookahead_side
+from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import bot_side, play_match, policy_side
 from .policy.tcg_sampler import TCGSampler
 from .report.panels import log_evaluation
@@ -162,14 +162,7 @@ def parse_args(argv):
     mode.add_argument(
         "--temperature", type=float, metavar="T", help="sample at temperature T at every stage, without smoothing"
     )
-    p.add_argument(
-        "--lookahead",
-        type=float,
-        nargs="?",
-        const=DEFAULT_VALUE_WEIGHT,
-        metavar="W",
-        help=f"search a turn ahead before each move, value weight W (default {DEFAULT_VALUE_WEIGHT:g}; lookahead.py)",
-    )
+    add_lookahead_argument(p, "the checkpoint")
     p.add_argument(
         "--strict",
         action="store_true",
@@ -196,8 +189,6 @@ def parse_args(argv):
         p.error("--seed must be >= 0")
     if args.temperature is not None and not args.temperature > 0:
         p.error("--temperature must be > 0")
-    if args.lookahead is not None and not is_value_weight(args.lookahead):
-        p.error(f"--lookahead W must be a finite number > 0, got {args.lookahead}")
     return args
 
 

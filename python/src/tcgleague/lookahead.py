@@ -21,6 +21,7 @@ one batched value pass per step: about 10x a plain evaluation on our 2-core CPU.
 
 from __future__ import annotations
 
+import argparse
 import math
 
 import numpy as np
@@ -42,6 +43,27 @@ def is_value_weight(value_weight) -> bool:
     """A finite number > 0 (the command lines' --lookahead W and LookaheadActor accept only these)."""
     number = isinstance(value_weight, (int, float)) and not isinstance(value_weight, bool)
     return number and math.isfinite(value_weight) and value_weight > 0
+
+
+def add_lookahead_argument(p: argparse.ArgumentParser, who: str) -> None:
+    """`--lookahead [W]` for a command line (evaluate_checkpoint, play): `who` searches a turn
+    ahead at value weight W; a W that is not a finite number > 0 is refused by argparse."""
+
+    def value_weight(text: str) -> float:
+        try:
+            return check_value_weight(float(text))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--lookahead W must be a finite number > 0, got {text}") from None
+
+    p.add_argument(
+        "--lookahead",
+        type=value_weight,
+        nargs="?",
+        const=DEFAULT_VALUE_WEIGHT,
+        metavar="W",
+        help=f"{who} searches a turn ahead before each move, value weight W (default {DEFAULT_VALUE_WEIGHT:g}; "
+        "lookahead.py)",
+    )
 
 
 def check_value_weight(value_weight) -> float:

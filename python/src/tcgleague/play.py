@@ -29,7 +29,7 @@ from .env import TCGEnv
 from .errors import ArgumentError, entry_point
 from .evaluate_checkpoint import checkpoint_sampler, checkpoint_turn_cap
 from .layout import ACTION_WIDTH, DRAW, legal_actions
-from .lookahead import DEFAULT_VALUE_WEIGHT, LookaheadActor, is_value_weight, lookahead_side
+from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import policy_side
 
 ACTION_NAMES = {code: name for name, code in LAYOUT["action_types"].items()}
@@ -209,19 +209,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--games", type=int, default=1, help="games to play (default 1)")
     p.add_argument("--reveal", action="store_true", help="show the agent's hand")
     p.add_argument("--opponent", help="watch the agent play greedy | random | another checkpoint, instead of you")
-    p.add_argument(
-        "--lookahead",
-        type=float,
-        nargs="?",
-        const=DEFAULT_VALUE_WEIGHT,
-        metavar="W",
-        help=f"the agent searches a turn ahead, value weight W (default {DEFAULT_VALUE_WEIGHT:g})",
-    )
+    add_lookahead_argument(p, "the agent")
     args = p.parse_args(argv)
     if args.games < 1 or args.seed < 0:
         p.error("--games must be >= 1 and --seed >= 0")
-    if args.lookahead is not None and not is_value_weight(args.lookahead):
-        p.error(f"--lookahead W must be a finite number > 0, got {args.lookahead}")
     if args.opponent is not None and args.opponent not in BOTS and not Path(args.opponent).is_file():
         raise CheckpointError(f"--opponent {args.opponent}: neither a bot ({', '.join(BOTS)}) nor a checkpoint file")
     return args
