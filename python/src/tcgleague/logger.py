@@ -23,6 +23,7 @@ METRIC_NAMESPACES = (
     "environment/",
     "league/",
     "exploiter/",
+    "search/",
     "sampler/",
     "anneal/",
     "perf/",

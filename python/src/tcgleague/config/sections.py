@@ -92,6 +92,10 @@ class TrainSection:
     ent_coef_anneal_end_frac: float = 1.0
     ent_coef_anneal_start_step: int | None = None
     ent_coef_anneal_end_step: int | None = None
+    # Expert iteration: the decision-time lookahead's move (lookahead.py) is a target for the policy.
+    search_coef: float = 0.0  # weight of its negative log-likelihood in the loss (0 = off)
+    search_fraction: float = 0.25  # share of the learner's decisions searched
+    search_value_weight: float = 100.0  # the lookahead's W (its default for play and evaluation too)
     compile: str = "auto"  # auto | true | false (auto = on for cuda, off on cpu)
     compile_mode: str = "reduce-overhead"
     precision: str = "fp32"  # fp32 | bf16 (the loss's forward under bf16 autocast)
