@@ -104,7 +104,8 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(t.lr_schedule, self.total_epochs))
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
-        self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
+        self.ent_coef = t.ent_coef_initial  # apply_anneals() sets both every epoch
+        self.search_coef = t.search_coef_initial
         hidden = policy.hidden_size
         self.buffer = RolloutBuffer(t.batch_size, t.bptt_horizon, OBS_SIZE, hidden, env.num_agents, self.device)
         compile_mode = compile_mode_for(cfg, self.device)
@@ -115,7 +116,7 @@ class Trainer:
             t.norm_adv,
             loss_compile_mode(compile_mode, self.device, dist.enabled),
             t.precision,
-            search=t.search_coef > 0,
+            search=t.searching,
         )
         self.updater = PPOUpdater(
             policy, sampler, self.optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, self.device, dist
@@ -126,7 +127,7 @@ class Trainer:
             policy, sampler, env.num_agents, self.generator, name="learner", compile_mode=compile_mode
         )
         # expert iteration ([train] search_coef > 0): the lookahead's moves become targets
-        self.lookahead = Lookahead(self.learner, env.engine_env, t.search_value_weight) if t.search_coef > 0 else None
+        self.lookahead = Lookahead(self.learner, env.engine_env, t.search_value_weight) if t.searching else None
         self.transfer = StepTransfer(env.num_games, self.device)
         self.episode_start = np.ones(env.num_agents, dtype=bool)
         self.actions = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
@@ -143,6 +144,7 @@ class Trainer:
             subaction_temperature=values["sampler/subaction_temperature"], smoothing_eps=values["sampler/smoothing_eps"]
         )
         self.ent_coef = values["anneal/ent_coef"]
+        self.search_coef = values["anneal/search_coef"]
         return values
 
     # ---- verb 1: collect -----------------------------------------------------------------------
@@ -179,7 +181,7 @@ class Trainer:
             d = self.learner.decide(obs, rows_dev, params, episode_start=starts)
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
             buffer.drop_unstored(mine, mine_slots, d.value, at)
-            if self.lookahead is not None:
+            if self.lookahead is not None and self.search_coef > 0:
                 step_targets, step_changed = self.teach(mine, mine_slots, at, d, search_rng)
                 targets, changed = targets + step_targets, changed + step_changed
             stored = slots_dev < buffer.capacity
@@ -204,7 +206,7 @@ class Trainer:
         stats = summarize_episodes(infos)
         stats["sampler/rollout_entropy"] = float(entropy_sum) / max(1, decisions)
         stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that PASS
-        if self.lookahead is not None:
+        if self.lookahead is not None and self.search_coef > 0:
             stats["search/target_rate"] = targets / max(1, decisions)  # learner decisions with a search target
             stats["search/changed_rate"] = changed / max(1, targets)  # targets other than the sampled move
         return stats
@@ -282,7 +284,7 @@ class Trainer:
         """(clip, vf_coef, vf_clip, ent_coef, search_coef) as the tensor the loss takes (annealing
         never recompiles)."""
         t = self.cfg.train
-        return torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef, t.search_coef], device=self.device)
+        return torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef, self.search_coef], device=self.device)
 
     def train_epoch(self) -> dict:
         """Anneals, collect, update, the opponent side's epoch end; returns the epoch's metrics."""
