@@ -152,9 +152,7 @@ class Lookahead:
                 offset += len(next_obs)
         return [None if f is None else f[0] for f in found]
 
-    def candidates(
-        self, obs_row: np.ndarray, row: int, salt: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def candidates(self, obs_row: np.ndarray, row: int, salt: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Where each legal action of env row `row` leads: (Q with the game-ending actions filled
         in; the decider's next-turn observations [m, obs_size]; each action's row in them, or
         ENDED / WAITED), or None with a single legal action (not searched)."""

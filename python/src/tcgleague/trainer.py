@@ -284,7 +284,9 @@ class Trainer:
         """(clip, vf_coef, vf_clip, ent_coef, search_coef) as the tensor the loss takes (annealing
         never recompiles)."""
         t = self.cfg.train
-        return torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef, self.search_coef], device=self.device)
+        return torch.tensor(
+            [t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef, self.search_coef], device=self.device
+        )
 
     def train_epoch(self) -> dict:
         """Anneals, collect, update, the opponent side's epoch end; returns the epoch's metrics."""
