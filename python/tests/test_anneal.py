@@ -79,15 +79,10 @@ def test_from_config_and_values():
         ],
     )
     anneals = anneals_from_config(cfg)
-    assert set(anneals) == {"subaction_temperature", "smoothing_eps", "ent_coef", "search_coef"}
+    assert set(anneals) == {"subaction_temperature", "smoothing_eps", "ent_coef"}
     assert anneals["smoothing_eps"].end_step == 500
     vals = anneal_values(anneals, 250, cfg.train.total_timesteps, 0)
-    assert set(vals) == {
-        "sampler/subaction_temperature",
-        "sampler/smoothing_eps",
-        "anneal/ent_coef",
-        "anneal/search_coef",
-    }
+    assert set(vals) == {"sampler/subaction_temperature", "sampler/smoothing_eps", "anneal/ent_coef"}
     assert vals["sampler/subaction_temperature"] == pytest.approx(1.15)
     assert vals["sampler/smoothing_eps"] == pytest.approx(0.025)
     assert vals["anneal/ent_coef"] == pytest.approx(0.01)

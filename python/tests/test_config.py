@@ -253,13 +253,6 @@ def test_type_errors_name_key(tmp_path):
         ("--base.device=gpu", "[base] device"),
         ("--wandb.mode=sometimes", "[wandb] mode"),
         ("--train.lr_schedule=step", "[train] lr_schedule"),
-        ("--train.search_coef_initial=-0.1", "[train] search_coef_initial"),
-        ("--train.search_coef_final=inf", "[train] search_coef_final"),
-        ("--train.search_coef_initial=nan", "[train] search_coef_initial"),
-        ("--train.search_fraction=0", "[train] search_fraction"),
-        ("--train.search_fraction=1.5", "[train] search_fraction"),
-        ("--train.search_value_weight=0", "[train] search_value_weight"),
-        ("--train.search_value_weight=inf", "[train] search_value_weight"),
     ],
 )
 def test_validation_names_key(override, key):

@@ -302,7 +302,7 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
     params = trainer.sampler.params_tensor()
     collect(trainer)
     batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
-    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01, 0.0])
+    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01])
     segments = t.minibatch_size // t.bptt_horizon
 
     def updater(policy, optimizer, compiled: bool) -> PPOUpdater:

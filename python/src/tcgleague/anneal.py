@@ -1,7 +1,7 @@
 """Linear anneals keyed on `global_step`.
 
-Four anneals exist: `subaction_temperature` and `smoothing_eps` (keys in [policy]), `ent_coef`
-and `search_coef` (keys in [train]), each configured by `<name>_initial`, `<name>_final`,
+Three anneals exist: `subaction_temperature` and `smoothing_eps` (keys in [policy]) and
+`ent_coef` (keys in [train]), each configured by `<name>_initial`, `<name>_final`,
 `<name>_anneal_start_frac`, `<name>_anneal_end_frac` and optional absolute
 `<name>_anneal_start_step` / `<name>_anneal_end_step` (which override the matching frac).
 
@@ -62,7 +62,7 @@ class LinearAnneal:
 
 
 def anneals_from_config(cfg: Any) -> dict[str, LinearAnneal]:
-    """Every anneal of config.ANNEALS -> LinearAnneal from a Config."""
+    """{"subaction_temperature", "smoothing_eps", "ent_coef"} -> LinearAnneal from a Config."""
     out: dict[str, LinearAnneal] = {}
     for name, section in ANNEALS.items():
         sec = getattr(cfg, section)

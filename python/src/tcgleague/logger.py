@@ -23,7 +23,6 @@ METRIC_NAMESPACES = (
     "environment/",
     "league/",
     "exploiter/",
-    "search/",
     "sampler/",
     "anneal/",
     "perf/",

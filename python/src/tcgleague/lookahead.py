@@ -13,9 +13,8 @@ deck's order, the opponent's hand), so the search never reads hidden information
 
 The prior keeps the search honest: a pure value argmax (value_weight -> inf) plays worse than a
 balance, because V is noisy between nearby states. Where every candidate has the same Q the
-sampled move stands. This is how a trained checkpoint can be played (evaluate_checkpoint
---lookahead, play --lookahead, bench learn's second final evaluation), and, with [train]
-search_coef > 0, a target the trainer distils into the policy (expert iteration: trainer.py).
+sampled move stands. Training is unchanged: this is how a trained checkpoint can be played
+(evaluate_checkpoint --lookahead, play --lookahead, bench learn's second final evaluation).
 
 It costs one engine copy and about a turn and a half of heuristic play per legal action, and
 one batched value pass per step: about 10x a plain evaluation on our 2-core CPU."""
@@ -29,14 +28,12 @@ import numpy as np
 import torch
 
 from .actors import Decision, PolicyActor
-from .config.sections import TrainSection
 from .engine import LOOKAHEAD_STATUS
 from .env import TCGEnv
 from .layout import COUNT, MAX_LEGAL, OBS_SIZE, legal_actions
 from .match import Side
 
-# chosen against the policy itself at 1.6M-4.1M steps (experiments/README.md)
-DEFAULT_VALUE_WEIGHT = TrainSection.search_value_weight
+DEFAULT_VALUE_WEIGHT = 100.0  # chosen against the policy itself at 1.6M-4.1M steps (experiments/README.md)
 STATUS = LOOKAHEAD_STATUS  # where a candidate leads: decide / win / loss / draw / wait
 TERMINAL_Q = {STATUS["win"]: 1.0, STATUS["loss"]: -1.0, STATUS["draw"]: 0.0}
 ENDED, WAITED = -1, -2  # a candidate's slot when the game ended / the play-out did not come back
@@ -75,110 +72,24 @@ def check_value_weight(value_weight) -> float:
     return float(value_weight)
 
 
-class Lookahead:
-    """The search itself, for decisions a PolicyActor has just taken (its rows' LSTM states are
-    the ones their next turns start from). Shared by LookaheadActor (playing) and the trainer
-    (expert iteration: the search's move becomes a target for the policy).
-
-    `searched` counts decisions with more than one legal action, `overridden` those where the
-    search changed the sampled move."""
-
-    def __init__(self, actor: PolicyActor, env: TCGEnv, value_weight: float = DEFAULT_VALUE_WEIGHT):
-        if not isinstance(actor, PolicyActor):
-            raise TypeError(f"lookahead needs a policy to search with, got {type(actor).__name__}")
-        if not isinstance(env, TCGEnv):
-            raise TypeError(f"lookahead needs the engine's games (a TCGEnv), got {type(env).__name__}")
-        self.actor, self.env, self.value_weight = actor, env, check_value_weight(value_weight)
-        self.next_obs = np.zeros((MAX_LEGAL, OBS_SIZE), dtype=np.float32)
-        self.status = np.zeros(MAX_LEGAL, dtype=np.int8)
-        self.searched = self.overridden = 0
-
-    def improve(
-        self,
-        obs: np.ndarray,
-        rows: np.ndarray,
-        actions: np.ndarray,
-        values_now: np.ndarray,
-        state_h: torch.Tensor,
-        state_c: torch.Tensor,
-        salts: list[int],
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The search's actions for env rows `rows` (int32 [n, 4]; `actions`, the sampled ones,
-        where it keeps them) and which rows it judged (bool [n]: candidates' Q differ). The
-        decisions were taken from states (`state_h`, `state_c`) [n, hidden] with values
-        `values_now` [n]; row k's re-deal is seeded by `salts[k]`."""
-        actions = np.array(actions, dtype=np.int32)
-        q = self.action_values(obs, rows, values_now, salts)
-        contested = np.array([qk is not None and np.ptp(qk) > 0 for qk in q], dtype=bool)
-        self.searched += sum(qk is not None for qk in q)
-        at = np.flatnonzero(contested)
-        if not len(at):
-            return actions, contested
-        device = self.actor.device
-        pick = torch.from_numpy(at).to(device)
-        obs_contested = torch.from_numpy(obs[rows[at]]).to(device)
-        prior = self.actor.legal_log_probs(obs_contested, state_h[pick], state_c[pick]).cpu().numpy()
-        legal, _ = legal_actions(obs[rows[at]])
-        for j, k in enumerate(at):
-            best = int(np.argmax(prior[j, : len(q[k])] + self.value_weight * q[k]))
-            if not np.array_equal(legal[j, best], actions[k]):
-                actions[k] = legal[j, best]
-                self.overridden += 1
-        return actions, contested
-
-    def action_values(
-        self, obs: np.ndarray, rows: np.ndarray, values_now: np.ndarray, salts: list[int]
-    ) -> list[np.ndarray | None]:
-        """Q of each legal action of each of `rows`, None where a row has one legal action.
-        `values_now` are the rows' values before their decisions, the fallback for a candidate
-        whose play-out never reached the decider's next turn. All the value lookups of all rows
-        are one batched pass."""
-        found = [self.candidates(obs[row], int(row), salt) for row, salt in zip(rows, salts)]
-        for k, f in enumerate(found):
-            if f is not None:
-                f[0][f[2] == WAITED] = values_now[k]
-        searched = [k for k, f in enumerate(found) if f is not None and len(f[1])]
-        if searched:
-            device = self.actor.device
-            value_obs = np.concatenate([found[k][1] for k in searched])
-            value_rows = np.concatenate([np.full(len(found[k][1]), rows[k]) for k in searched])
-            values = self.actor.values(torch.from_numpy(value_obs).to(device), torch.from_numpy(value_rows).to(device))
-            values = values.cpu().numpy().astype(np.float64)
-            offset = 0
-            for k in searched:
-                q, next_obs, slot = found[k]
-                decided = slot >= 0
-                q[decided] = values[offset + slot[decided]]
-                offset += len(next_obs)
-        return [None if f is None else f[0] for f in found]
-
-    def candidates(self, obs_row: np.ndarray, row: int, salt: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Where each legal action of env row `row` leads: (Q with the game-ending actions filled
-        in; the decider's next-turn observations [m, obs_size]; each action's row in them, or
-        ENDED / WAITED), or None with a single legal action (not searched)."""
-        if obs_row[COUNT] <= 1:
-            return None
-        n = self.env.engine.lookahead(row // 2, salt, self.next_obs, self.status)
-        status = self.status[:n]
-        q = np.array([TERMINAL_Q.get(int(s), 0.0) for s in status])
-        decide = np.flatnonzero(status == STATUS["decide"])
-        slot = np.where(status == STATUS["wait"], WAITED, ENDED)
-        slot[decide] = np.arange(len(decide))
-        return q, self.next_obs[decide].copy(), slot
-
-
 class LookaheadActor:
     """A PolicyActor that searches a turn ahead before it acts (an Actor: act / reset_rows).
 
-    The salts of the re-drawn decks come from `seed`, one per deciding row whether it has a
-    choice or not (so later searches do not depend on which rows had one): a seeded match is
-    reproducible."""
+    `searched` counts decisions with more than one legal action, `overridden` those where the
+    search changed the sampled move. The salts of the re-drawn decks come from `seed`, so a
+    seeded match is reproducible."""
 
     def __init__(self, inner: PolicyActor, env: TCGEnv, seed: int, value_weight: float = DEFAULT_VALUE_WEIGHT):
-        self.lookahead = Lookahead(inner, env, value_weight)
-        self.inner, self.env, self.value_weight = inner, env, self.lookahead.value_weight
+        if not isinstance(inner, PolicyActor):
+            raise TypeError(f"lookahead needs a policy to search with, got {type(inner).__name__}")
+        if not isinstance(env, TCGEnv):
+            raise TypeError(f"lookahead needs the engine's games (a TCGEnv), got {type(env).__name__}")
+        self.inner, self.env, self.value_weight = inner, env, check_value_weight(value_weight)
         self.name = inner.name
         self.salts = np.random.default_rng([seed, 0x100C])
+        self.next_obs = np.zeros((MAX_LEGAL, OBS_SIZE), dtype=np.float32)
+        self.status = np.zeros(MAX_LEGAL, dtype=np.int8)
+        self.searched = self.overridden = 0
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         decision, actions = self.search(obs, rows)
@@ -192,14 +103,6 @@ class LookaheadActor:
     def entropy_sum(self) -> torch.Tensor:
         return self.inner.entropy_sum
 
-    @property
-    def searched(self) -> int:
-        return self.lookahead.searched
-
-    @property
-    def overridden(self) -> int:
-        return self.lookahead.overridden
-
     def search(self, obs: np.ndarray, rows: np.ndarray) -> tuple[Decision, np.ndarray]:
         """The policy's decision for env rows `rows` (its LSTM state advances as usual) and the
         actions after the search, int32 [len(rows), 4]."""
@@ -210,17 +113,64 @@ class LookaheadActor:
             )
         device = self.inner.device
         decision = self.inner.decide(torch.from_numpy(obs[rows]).to(device), torch.from_numpy(rows).to(device))
-        salts = [int(self.salts.integers(0, 2**63)) for _ in rows]
-        actions, _ = self.lookahead.improve(
-            obs,
-            rows,
-            decision.actions.cpu().numpy(),
-            decision.value.cpu().numpy(),
-            decision.state_h,
-            decision.state_c,
-            salts,
-        )
+        actions = decision.actions.cpu().numpy().astype(np.int32)
+        q = self.action_values(obs, rows, decision.value.cpu().numpy())
+        contested = [k for k, qk in enumerate(q) if qk is not None and np.ptp(qk) > 0]
+        self.searched += sum(qk is not None for qk in q)
+        if not contested:
+            return decision, actions
+        pick = torch.tensor(contested, device=device)
+        obs_contested = torch.from_numpy(obs[rows[contested]]).to(device)
+        prior = self.inner.legal_log_probs(obs_contested, decision.state_h[pick], decision.state_c[pick])
+        prior = prior.cpu().numpy()
+        legal, _ = legal_actions(obs[rows[contested]])
+        for j, k in enumerate(contested):
+            best = int(np.argmax(prior[j, : len(q[k])] + self.value_weight * q[k]))
+            if not np.array_equal(legal[j, best], actions[k]):
+                actions[k] = legal[j, best]
+                self.overridden += 1
         return decision, actions
+
+    def action_values(self, obs: np.ndarray, rows: np.ndarray, values_now: np.ndarray) -> list[np.ndarray | None]:
+        """Q of each legal action of each of `rows` (whose decisions were just taken: their LSTM
+        states are the ones their next turns start from), None where a row has one legal action.
+        `values_now` are the rows' values before their decisions, the fallback for a candidate
+        whose play-out never reached the decider's next turn. All the value lookups of all rows
+        are one batched pass."""
+        found = [self.candidates(obs[row], int(row)) for row in rows]
+        for k, f in enumerate(found):
+            if f is not None:
+                f[0][f[2] == WAITED] = values_now[k]
+        searched = [k for k, f in enumerate(found) if f is not None and len(f[1])]
+        if searched:
+            device = self.inner.device
+            value_obs = np.concatenate([found[k][1] for k in searched])
+            value_rows = np.concatenate([np.full(len(found[k][1]), rows[k]) for k in searched])
+            values = self.inner.values(torch.from_numpy(value_obs).to(device), torch.from_numpy(value_rows).to(device))
+            values = values.cpu().numpy().astype(np.float64)
+            offset = 0
+            for k in searched:
+                q, next_obs, slot = found[k]
+                decided = slot >= 0
+                q[decided] = values[offset + slot[decided]]
+                offset += len(next_obs)
+        return [None if f is None else f[0] for f in found]
+
+    def candidates(self, obs_row: np.ndarray, row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Where each legal action of env row `row` leads: (Q with the game-ending actions filled
+        in; the decider's next-turn observations [m, obs_size]; each action's row in them, or
+        ENDED / WAITED), or None with a single legal action (not searched; its salt is drawn
+        all the same, so later searches do not depend on which rows had a choice)."""
+        salt = int(self.salts.integers(0, 2**63))
+        if obs_row[COUNT] <= 1:
+            return None
+        n = self.env.engine.lookahead(row // 2, salt, self.next_obs, self.status)
+        status = self.status[:n]
+        q = np.array([TERMINAL_Q.get(int(s), 0.0) for s in status])
+        decide = np.flatnonzero(status == STATUS["decide"])
+        slot = np.where(status == STATUS["wait"], WAITED, ENDED)
+        slot[decide] = np.arange(len(decide))
+        return q, self.next_obs[decide].copy(), slot
 
 
 def lookahead_side(side: Side, seed: int, value_weight: float, made: list[LookaheadActor] | None = None) -> Side:

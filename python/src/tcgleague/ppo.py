@@ -21,22 +21,8 @@ from .dist import SINGLE, Dist
 from .layout import legal_from_obs
 from .rollout import Batch
 
-N_COEFS = 5  # PPOLoss's coefs: clip, vf_coef, vf_clip, ent_coef, search_coef
-STAT_NAMES = ("policy_loss", "value_loss", "entropy", "search_loss", "approx_kl", "clipfrac", "ratio_max_dev")
-MINIBATCH_FIELDS = (
-    "obs",
-    "actions",
-    "logprob",
-    "value",
-    "advantage",
-    "ret",
-    "mask",
-    "boundary",
-    "state_h",
-    "state_c",
-    "teacher",
-    "teacher_mask",
-)
+STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev")
+MINIBATCH_FIELDS = ("obs", "actions", "logprob", "value", "advantage", "ret", "mask", "boundary", "state_h", "state_c")
 
 
 def unroll(
@@ -61,37 +47,15 @@ def unroll(
 class PPOLoss(nn.Module):
     """Clipped policy and value losses with an entropy bonus, averaged over the steps `mask`
     keeps (rollout.Batch.mask). `params` are the sampler parameters the rollout used; `coefs` =
-    (clip, vf_coef, vf_clip, ent_coef, search_coef) as a tensor so annealing a coefficient never
-    triggers a recompile.
+    (clip, vf_coef, vf_clip, ent_coef) as a tensor so annealing a coefficient never triggers a
+    recompile."""
 
-    With `search`, the loss adds search_coef times the negative log-likelihood of the `teacher`
-    actions (the lookahead's, where `teacher_mask` is 1), averaged over those steps: expert
-    iteration (Anthony et al., 2017), the policy pulled toward what its own one-turn search
-    prefers, while PPO keeps learning from the moves it actually played."""
-
-    def __init__(self, policy: nn.Module, sampler, search: bool = False):
+    def __init__(self, policy: nn.Module, sampler):
         super().__init__()
         self.policy = policy
         self.sampler = sampler
-        self.search = search
 
-    def forward(
-        self,
-        obs,
-        actions,
-        logprob,
-        value,
-        advantage,
-        ret,
-        mask,
-        boundary,
-        state_h,
-        state_c,
-        teacher,
-        teacher_mask,
-        params,
-        coefs,
-    ):
+    def forward(self, obs, actions, logprob, value, advantage, ret, mask, boundary, state_h, state_c, params, coefs):
         out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
         legal, count = legal_from_obs(obs.reshape(out.shape[0], -1))
         new_logprob, entropy = self.sampler.log_prob_entropy(
@@ -105,7 +69,7 @@ class PPOLoss(nn.Module):
         def mean(x: torch.Tensor) -> torch.Tensor:
             return (x * keep).sum() / kept
 
-        clip, vf_coef, vf_clip, ent_coef, search_coef = coefs[0], coefs[1], coefs[2], coefs[3], coefs[4]
+        clip, vf_coef, vf_clip, ent_coef = coefs[0], coefs[1], coefs[2], coefs[3]
         log_ratio = new_logprob - old_logprob
         ratio = log_ratio.exp()
         pg_loss = mean(torch.maximum(-adv * ratio, -adv * ratio.clamp(1.0 - clip, 1.0 + clip)))
@@ -113,19 +77,10 @@ class PPOLoss(nn.Module):
         v_loss = 0.5 * mean(torch.maximum((new_value - ret) ** 2, (v_clipped - ret) ** 2))
         ent_mean = mean(entropy)
         loss = pg_loss + vf_coef * v_loss - ent_coef * ent_mean
-        search_loss = torch.zeros((), device=loss.device)
-        if self.search:
-            teacher_logprob, _ = self.sampler.log_prob_entropy(
-                self.policy, out, ent, legal, count, teacher.reshape(-1, 4), params
-            )
-            taught = teacher_mask.reshape(-1) * keep
-            search_loss = -(teacher_logprob * taught).sum() / taught.sum().clamp_min(1.0)
-            loss = loss + search_coef * search_loss
         with torch.no_grad():
             approx_kl = mean((ratio - 1.0) - log_ratio)
             clipfrac = mean(((ratio - 1.0).abs() > clip).float())
-            ratio_max_dev = ((ratio - 1.0).abs() * keep).max()
-            stats = torch.stack([pg_loss, v_loss, ent_mean, search_loss.detach(), approx_kl, clipfrac, ratio_max_dev])
+            stats = torch.stack([pg_loss, v_loss, ent_mean, approx_kl, clipfrac, ((ratio - 1.0).abs() * keep).max()])
         return loss, stats
 
 
@@ -137,7 +92,6 @@ class UpdateSettings:
     norm_adv: bool
     compile_mode: str | None  # torch.compile mode of the loss; None = eager
     precision: str = "fp32"  # fp32 | bf16 (autocast of the loss's forward; weights stay fp32)
-    search: bool = False  # the loss has the lookahead's term ([train] search_coef)
 
 
 class PPOUpdater:
@@ -161,7 +115,7 @@ class PPOUpdater:
         dist: Dist = SINGLE,
     ):
         self.policy, self.optimizer, self.settings, self.device, self.dist = policy, optimizer, settings, device, dist
-        self.loss = PPOLoss(policy, sampler, settings.search)
+        self.loss = PPOLoss(policy, sampler)
         self.sampler = sampler
         loss = dist.data_parallel(self.loss, device)
         self.compiled = settings.compile_mode is not None
@@ -171,8 +125,6 @@ class PPOUpdater:
         shapes = {
             "obs": (m, t, obs_size),
             "actions": (m, t, 4),
-            "teacher": (m, t, 4),
-            "teacher_mask": (m, t),
             "logprob": (m, t),
             "value": (m, t),
             "advantage": (m, t),
@@ -183,7 +135,7 @@ class PPOUpdater:
             "state_c": (m, t, hidden_size),
         }
         self.minibatch = {
-            k: torch.zeros(s, device=device, dtype=torch.long if k in ("actions", "teacher") else torch.float32)
+            k: torch.zeros(s, device=device, dtype=torch.long if k == "actions" else torch.float32)
             for k, s in shapes.items()
         }
         mark_static(*self.minibatch.values())
@@ -203,7 +155,7 @@ class PPOUpdater:
         gradient buckets out anew after its first backward, and with 3+ ranks the all-reduce's
         summation order follows that layout: settling it here gives every real step of a fresh
         and of a resumed job the same layout, so resuming stays bit-exact."""
-        coefs = torch.zeros(N_COEFS, device=self.device)
+        coefs = torch.zeros(4, device=self.device)
         loss, _ = data_parallel(**self.minibatch, params=self.sampler.params_tensor(self.device), coefs=coefs)
         loss.backward()
         for p in self.params:

@@ -47,8 +47,6 @@ class Batch:
     state_h: torch.Tensor
     state_c: torch.Tensor
     mask: torch.Tensor  # 1.0 = trained; 0.0 = a pending step with no next state (out of the loss)
-    teacher: torch.Tensor  # the lookahead's action in the step's state (expert iteration; else zeros)
-    teacher_mask: torch.Tensor  # 1.0 where `teacher` is a target (the step was searched and contested)
     rows: torch.Tensor  # env row of each step (for tests and diagnostics)
 
     def head(self, segments: int) -> Batch:
@@ -110,8 +108,6 @@ class RolloutBuffer:
         self.next_value = torch.zeros(spare, device=self.device)  # a pending step's bootstrap, by slot
         # host half: the env's bookkeeping
         self.rows = np.zeros(capacity, dtype=np.int64)
-        self.teacher = np.zeros((capacity, 4), dtype=np.int64)  # moved to the device once per epoch, in pack()
-        self.teacher_mask = np.zeros(capacity, dtype=np.float32)
         self.reward = np.zeros(capacity, dtype=np.float32)
         self.terminal = np.zeros(capacity, dtype=bool)
         self.truncated = np.zeros(capacity, dtype=bool)
@@ -135,7 +131,6 @@ class RolloutBuffer:
         self.last_index[:] = -1
         self.next_index[:] = -1
         self.reward[:] = 0.0
-        self.teacher_mask[:] = 0.0
         self.terminal[:] = False
         self.truncated[:] = False
         self.bootstrapped[:] = False
@@ -199,12 +194,6 @@ class RolloutBuffer:
         self.last_index[rows] = slots
         self.size += n
         return slots
-
-    def teach(self, slots: np.ndarray, actions: np.ndarray, targets: np.ndarray) -> None:
-        """The search's action for stored decisions `slots`; `targets` (bool) marks those it
-        judged, the only ones the loss pulls toward it."""
-        self.teacher[slots] = actions
-        self.teacher_mask[slots] = targets
 
     def store(
         self,
@@ -286,7 +275,5 @@ class RolloutBuffer:
             state_h=take(self.state_h),
             state_c=take(self.state_c),
             mask=mask.reshape(shape),
-            teacher=take(torch.from_numpy(self.teacher).to(self.device)),
-            teacher_mask=take(torch.from_numpy(self.teacher_mask).to(self.device)),
             rows=torch.from_numpy(rows).to(self.device).reshape(shape),
         )

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .actors import Decision, PolicyActor
+from .actors import PolicyActor
 from .anneal import anneal_values, anneals_from_config
 from .bots import BOTS
 from .config import Config
@@ -30,7 +30,6 @@ from .dist import SINGLE, Dist, merge_rank_metrics, weights_digest
 from .errors import NonFiniteError
 from .layout import ACTION_WIDTH, DRAW, OBS_SIZE, PASS
 from .logger import Dashboard, RunLogger
-from .lookahead import Lookahead
 from .match import bot_side, play_match, policy_side
 from .opponent_side import OpponentSide
 from .policy.tcg_policy import TCGPolicy, unwrap
@@ -42,7 +41,6 @@ from .transfer import StepTransfer
 from .vecenv import VecEnv
 
 EVAL_SEED_OFFSET = 1000  # periodic evaluation deals: seed + 1000 + epoch, away from the env's seeds
-SEARCH_STREAM = 0x5EA2C4  # the numpy stream (with seed and epoch) that picks and salts expert iteration's searches
 
 
 def lr_lambda(schedule: str, total_epochs: int) -> Callable[[int], float]:
@@ -104,8 +102,7 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(t.lr_schedule, self.total_epochs))
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
-        self.ent_coef = t.ent_coef_initial  # apply_anneals() sets both every epoch
-        self.search_coef = t.search_coef_initial
+        self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
         hidden = policy.hidden_size
         self.buffer = RolloutBuffer(t.batch_size, t.bptt_horizon, OBS_SIZE, hidden, env.num_agents, self.device)
         compile_mode = compile_mode_for(cfg, self.device)
@@ -116,7 +113,6 @@ class Trainer:
             t.norm_adv,
             loss_compile_mode(compile_mode, self.device, dist.enabled),
             t.precision,
-            search=t.searching,
         )
         self.updater = PPOUpdater(
             policy, sampler, self.optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, self.device, dist
@@ -126,8 +122,6 @@ class Trainer:
         self.learner = PolicyActor(
             policy, sampler, env.num_agents, self.generator, name="learner", compile_mode=compile_mode
         )
-        # expert iteration ([train] search_coef > 0): the lookahead's moves become targets
-        self.lookahead = Lookahead(self.learner, env.engine_env, t.search_value_weight) if t.searching else None
         self.transfer = StepTransfer(env.num_games, self.device)
         self.episode_start = np.ones(env.num_agents, dtype=bool)
         self.actions = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
@@ -144,7 +138,6 @@ class Trainer:
             subaction_temperature=values["sampler/subaction_temperature"], smoothing_eps=values["sampler/smoothing_eps"]
         )
         self.ent_coef = values["anneal/ent_coef"]
-        self.search_coef = values["anneal/search_coef"]
         return values
 
     # ---- verb 1: collect -----------------------------------------------------------------------
@@ -164,8 +157,6 @@ class Trainer:
         buffer = self.buffer
         buffer.start_epoch()
         infos, decisions = [], 0
-        search_rng = np.random.default_rng([self.seed, self.epoch, SEARCH_STREAM])  # per epoch: resumes exactly
-        targets = changed = 0
         entropy_sum = torch.zeros((), device=self.device)
         noops = torch.zeros((), dtype=torch.long, device=self.device)
         while not buffer.full:
@@ -181,9 +172,6 @@ class Trainer:
             d = self.learner.decide(obs, rows_dev, params, episode_start=starts)
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
             buffer.drop_unstored(mine, mine_slots, d.value, at)
-            if self.lookahead is not None and self.search_coef > 0:
-                step_targets, step_changed = self.teach(mine, mine_slots, at, d, search_rng)
-                targets, changed = targets + step_targets, changed + step_changed
             stored = slots_dev < buffer.capacity
             entropy_sum += torch.where(stored, d.entropy, 0.0).sum()
             noops += ((d.actions[:, 0] == PASS) & stored).sum()
@@ -206,36 +194,7 @@ class Trainer:
         stats = summarize_episodes(infos)
         stats["sampler/rollout_entropy"] = float(entropy_sum) / max(1, decisions)
         stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that PASS
-        if self.lookahead is not None and self.search_coef > 0:
-            stats["search/target_rate"] = targets / max(1, decisions)  # learner decisions with a search target
-            stats["search/changed_rate"] = changed / max(1, targets)  # targets other than the sampled move
         return stats
-
-    def teach(
-        self, mine: np.ndarray, mine_slots: np.ndarray, at: np.ndarray, d: Decision, rng: np.random.Generator
-    ) -> tuple[int, int]:
-        """Expert iteration: a random `search_fraction` of the learner's decisions stored this
-        step are searched (lookahead.py); where the search judged the candidates, its move is
-        stored as the decision's target. `at` are mine's positions in the decision `d`. Returns
-        (targets, targets that differ from the sampled move). Salts are drawn for every row, so
-        the stream does not depend on which rows were picked."""
-        chosen = (mine_slots < self.buffer.capacity) & (rng.random(len(mine)) < self.cfg.train.search_fraction)
-        salts = rng.integers(0, 2**63, size=len(mine))
-        if not chosen.any():
-            return 0, 0
-        pick = torch.from_numpy(at[chosen]).to(self.device)
-        sampled = d.actions[pick].cpu().numpy()
-        actions, judged = self.lookahead.improve(
-            self.obs,
-            mine[chosen],
-            sampled,
-            d.value[pick].cpu().numpy(),
-            d.state_h[pick],
-            d.state_c[pick],
-            salts[chosen].tolist(),
-        )
-        self.buffer.teach(mine_slots[chosen], actions, judged)
-        return int(judged.sum()), int((judged & (actions != sampled).any(1)).sum())
 
     def bootstrap_pending(self) -> None:
         """The pending steps of the learner rows deciding now (mid-game) get the value of the
@@ -281,12 +240,9 @@ class Trainer:
             )
 
     def loss_coefs(self) -> torch.Tensor:
-        """(clip, vf_coef, vf_clip, ent_coef, search_coef) as the tensor the loss takes (annealing
-        never recompiles)."""
+        """(clip, vf_coef, vf_clip, ent_coef) as the tensor the loss takes (annealing never recompiles)."""
         t = self.cfg.train
-        return torch.tensor(
-            [t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef, self.search_coef], device=self.device
-        )
+        return torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef], device=self.device)
 
     def train_epoch(self) -> dict:
         """Anneals, collect, update, the opponent side's epoch end; returns the epoch's metrics."""

@@ -92,16 +92,6 @@ class TrainSection:
     ent_coef_anneal_end_frac: float = 1.0
     ent_coef_anneal_start_step: int | None = None
     ent_coef_anneal_end_step: int | None = None
-    # Expert iteration: the decision-time lookahead's move (lookahead.py) is a target for the policy.
-    # Weight of its negative log-likelihood in the loss (0 = off), annealed like ent_coef.
-    search_coef_initial: float = 0.0
-    search_coef_final: float = 0.0
-    search_coef_anneal_start_frac: float = 0.0
-    search_coef_anneal_end_frac: float = 1.0
-    search_coef_anneal_start_step: int | None = None
-    search_coef_anneal_end_step: int | None = None
-    search_fraction: float = 0.25  # share of the learner's decisions searched
-    search_value_weight: float = 100.0  # the lookahead's W (its default for play and evaluation too)
     compile: str = "auto"  # auto | true | false (auto = on for cuda, off on cpu)
     compile_mode: str = "reduce-overhead"
     precision: str = "fp32"  # fp32 | bf16 (the loss's forward under bf16 autocast)
@@ -112,11 +102,6 @@ class TrainSection:
     eval_interval: int = 60  # epochs; 0 = off
     eval_games: int = 512
     dashboard: bool = True
-
-    @property
-    def searching(self) -> bool:
-        """The lookahead sets targets at some point of the run (a search_coef above 0)."""
-        return self.search_coef_initial > 0 or self.search_coef_final > 0
 
 
 @dataclass
@@ -197,7 +182,6 @@ ANNEALS = {  # anneal name -> section holding its keys
     "subaction_temperature": "policy",
     "smoothing_eps": "policy",
     "ent_coef": "train",
-    "search_coef": "train",
 }
 
 

@@ -4,7 +4,6 @@ experiments directory), checked before a run creates anything."""
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from pathlib import Path
@@ -189,22 +188,6 @@ def validate(cfg: Config) -> None:
     check(t.adam_eps > 0, "train", "adam_eps", "must be > 0 (e.g. 1e-5)")
     for key in ("ent_coef_initial", "ent_coef_final"):
         check(getattr(t, key) >= 0, "train", key, "must be >= 0 (e.g. 0.01)")
-    for key in ("search_coef_initial", "search_coef_final"):
-        check(0 <= getattr(t, key) < math.inf, "train", key, "must be a finite number >= 0 (0 = off; e.g. 0.1)")
-    check(0 < t.search_fraction <= 1, "train", "search_fraction", "must be in (0, 1] (e.g. 0.25)")
-    check(
-        0 < t.search_value_weight < math.inf,
-        "train",
-        "search_value_weight",
-        "must be a finite number > 0 (e.g. 100)",
-    )
-    if t.searching:
-        check(
-            cfg.vec.backend == "native",
-            "train",
-            "search_coef_initial",
-            f"the search copies games inside the in-process engine: needs [vec] backend = native, not {cfg.vec.backend!r}",
-        )
     check(t.compile in SWITCHES, "train", "compile", f"must be one of {', '.join(SWITCHES)} (auto = on for cuda)")
     check(t.precision in PRECISIONS, "train", "precision", f"must be one of {', '.join(PRECISIONS)}")
     check(t.nan_policy in NAN_POLICIES, "train", "nan_policy", f"must be one of {', '.join(NAN_POLICIES)}")
