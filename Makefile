@@ -11,7 +11,7 @@ ENGINE_SOURCES := $(wildcard $(ENGINE_DIR)/*.c $(ENGINE_DIR)/*.h)
 ENGINE_SO := $(ENGINE_DIR)/.built-stamp
 CONFIG ?= configs/default.ini
 
-.PHONY: setup peer build train report lint test bench sanitize clean
+.PHONY: setup peer build train report lint test test-slow bench sanitize clean
 
 setup: $(SETUP_STAMP) $(ENGINE_SO)
 
@@ -53,8 +53,13 @@ lint: setup
 	$(VENV)/bin/ruff check python tools
 	$(VENV)/bin/ruff format --check python tools
 
+# The suite without the tests marked slow (each tens of seconds to minutes: compilation, multi-rank
+# runs, training runs), under 10 minutes on 2 cores; `make test-slow` runs those, and CI runs both.
 test: setup peer lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not slow"
+
+test-slow: setup peer
+	$(PY) -m pytest -q -m slow
 
 # The quick benchmarks; `python -m tcgleague.bench compile|league|learn` are longer (see README).
 bench: setup

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 
+
+@pytest.mark.slow  # two training runs and a 1,000-game head-to-head: ~100 s on a 2-core box
 def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_path):
     out = tmp_path / "learn.json"
     cmd = [sys.executable, "-m", "tcgleague.bench", "learn", "--config", "configs/smoke.ini", "--league"]

@@ -404,6 +404,7 @@ def test_packed_gae_matches_a_plain_reference_loop_bit_for_bit():
 
 
 # ---- 4. compiled decision step on the CPU --------------------------------------------------------
+@pytest.mark.slow  # inductor C++ compile of the decision step: ~60 s cold on a 2-core box
 def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
     """`--train.compile true` on the CPU: a second epoch's collect compiles nothing new, and the
     compiled PolicyActor.decide picks the same actions as the eager PolicyStep on the same inputs."""
