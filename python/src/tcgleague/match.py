@@ -94,20 +94,6 @@ def _tally(records: list[GameRecord]) -> Tally:
     return Tally(wins, losses, len(records) - wins - losses)
 
 
-def _table_row(records: list[GameRecord]) -> dict:
-    t = _tally(records)
-    low, high = t.wilson()
-    return {
-        "games": t.games,
-        "wins": t.wins,
-        "losses": t.losses,
-        "draws": t.draws,
-        "winrate": t.winrate,
-        "wilson_low": low,
-        "wilson_high": high,
-    }
-
-
 @dataclass
 class MatchReport:
     opponent: str
@@ -162,20 +148,14 @@ class MatchReport:
         groups: dict = defaultdict(list)
         for r in self.records:
             groups[key(r)].append(r)
-        return {k: _table_row(v) for k, v in sorted(groups.items())}
+        return {k: _tally(v).as_row() for k, v in sorted(groups.items())}
 
     def summary(self) -> dict:
-        t = self.tally  # counted once (each property below would count the records again)
-        low, high = t.wilson()
+        row = self.tally.as_row()  # counted once (each property would count the records again)
         return {
             "opponent": self.opponent,
-            "episodes": t.games,
-            "wins": t.wins,
-            "losses": t.losses,
-            "draws": t.draws,
-            "winrate": t.winrate,
-            "wilson_low": low,
-            "wilson_high": high,
+            "episodes": row.pop("games"),
+            **row,
             "mean_length": self.mean_length,
             "mean_turns": float(np.mean([r.turns for r in self.records])) if self.records else 0.0,
             "truncation_rate": float(np.mean([r.truncated for r in self.records])) if self.records else 0.0,

@@ -56,6 +56,19 @@ class Tally:
     def as_tuple(self) -> tuple[int, int, int]:
         return self.wins, self.losses, self.draws
 
+    def as_row(self) -> dict:
+        """The tally as a report's table row: counts, win rate and its Wilson interval."""
+        low, high = self.wilson()
+        return {
+            "games": self.games,
+            "wins": self.wins,
+            "losses": self.losses,
+            "draws": self.draws,
+            "winrate": self.winrate,
+            "wilson_low": low,
+            "wilson_high": high,
+        }
+
     def with_game(self, win: bool, loss: bool) -> Tally:
         """This tally and one more game (neither a win nor a loss is a draw)."""
         return Tally(self.wins + bool(win), self.losses + bool(loss), self.draws + (not win and not loss))
