@@ -7,10 +7,17 @@ import time
 def read_wandb_records(path, timeout: float = 60.0):
     """Records of a W&B transaction log (`run-<id>.wandb`, LevelDB log framing). W&B's service
     process writes the log asynchronously, so on a loaded machine this waits (up to `timeout`)
-    for the run's exit record before parsing."""
+    for the run's exit record, re-reading while the record being written does not parse yet."""
+    from google.protobuf.message import DecodeError
+
     deadline = time.monotonic() + timeout
     while True:
-        records = _parse(path)
+        try:
+            records = _parse(path)
+        except DecodeError:
+            if time.monotonic() > deadline:
+                raise
+            records = []
         if any(r.WhichOneof("record_type") == "exit" for r in records) or time.monotonic() > deadline:
             return records
         time.sleep(0.5)
@@ -28,6 +35,8 @@ def _parse(path):
             continue
         _crc, length, kind = struct.unpack("<IHB", data[pos : pos + hdr])
         pos += hdr
+        if pos + length > len(data):  # the chunk being written: read again later
+            break
         if kind == 0:
             pos += (block - pos % block) % block
             continue
