@@ -46,6 +46,7 @@ def policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
         entity_dim=p.entity_dim,
         hidden_size=p.hidden_size,
         entity_attention_layers=p.entity_attention_layers,
+        legal_scorer_dim=p.legal_scorer_dim,
     )
 
 

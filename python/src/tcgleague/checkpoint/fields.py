@@ -21,6 +21,7 @@ import torch
 
 from ..config.validate import MAX_ATTENTION_LAYERS, MAX_WIDTH
 from ..layout import ACTION_WIDTH
+from ..policy.tcg_policy import OPTIONAL_WIDTHS
 from ..policy.tcg_sampler import TCGSampler
 from ..vecenv import VecEnv
 
@@ -115,7 +116,8 @@ def _policy(v: Any, field: str) -> None:
 def _policy_config(v: Any, field: str) -> None:
     """Bounded too: a loader allocates whatever a crafted architecture asks for."""
     for k, x in _dict(v, field).items():
-        low, high = (0, MAX_ATTENTION_LAYERS) if k == "entity_attention_layers" else (1, MAX_WIDTH)
+        low = 0 if k in OPTIONAL_WIDTHS else 1
+        high = MAX_ATTENTION_LAYERS if k == "entity_attention_layers" else MAX_WIDTH
         ok = isinstance(k, str) and _is_int(x) and low <= x <= high
         _require(ok, f"{field}.{k}", f"expected an integer in [{low}, {high}], got {x!r}")
 

@@ -133,6 +133,12 @@ def validate(cfg: Config) -> None:
         "entity_attention_layers",
         f"must be in [0, {MAX_ATTENTION_LAYERS}] (e.g. 1)",
     )
+    check(
+        0 <= p.legal_scorer_dim <= MAX_WIDTH,
+        "policy",
+        "legal_scorer_dim",
+        f"must be in [0, {MAX_WIDTH}] (0 = the autoregressive heads; e.g. 64)",
+    )
     for key in ("primary_temperature", "subaction_temperature_initial", "subaction_temperature_final"):
         check(getattr(p, key) > 0, "policy", key, "temperatures must be > 0 (e.g. 1.0)")
     for key in ("smoothing_eps_initial", "smoothing_eps_final"):

@@ -13,6 +13,8 @@ NONE row at index `none_entity`):
     a_logits(out, ent, type)              -> [..., n_a]      (pointer over entity rows)
     b_logits(out, ent, type, a)           -> [..., n_b]      (pointer, conditioned on ent[a])
     c_logits(out, ent, type, a, b)        -> [..., n_c]      (board-slot bins)
+    legal_logits(out, ent, legal [..., L, 4]) -> [..., L]     (legal_scorer_dim > 0 instead of
+                                                               the four heads above)
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ GLOBAL_CATEGORICAL = (
 )
 
 
+OPTIONAL_WIDTHS = ("entity_attention_layers", "legal_scorer_dim")  # PolicyConfig fields where 0 means "off"
+
+
 @dataclass
 class PolicyConfig:
     """Architecture of a TCGPolicy; saved with checkpoints (`to_dict` / `from_dict`)."""
@@ -96,10 +101,11 @@ class PolicyConfig:
     hidden_size: int = 128
     n_decks: int = 32  # deck-id embedding rows (ids are clamped into range)
     entity_attention_layers: int = 0  # transformer layers over the entity rows (0 = none)
+    legal_scorer_dim: int = 0  # > 0: score each legal action whole with an MLP this wide (0 = the autoregressive heads)
 
     def __post_init__(self):
         for f in fields(self):
-            v, least = getattr(self, f.name), 0 if f.name == "entity_attention_layers" else 1
+            v, least = getattr(self, f.name), 0 if f.name in OPTIONAL_WIDTHS else 1
             if isinstance(v, bool) or not isinstance(v, int) or v < least:
                 raise ValueError(f"PolicyConfig.{f.name} must be an int >= {least}, got {v!r}")
 
@@ -230,17 +236,29 @@ class TCGPolicy(nn.Module):
 
         # ---- heads ----
         self.value_head = nn.Sequential(nn.Linear(H, D), nn.ReLU(), nn.Linear(D, 1))
-        self.type_head = nn.Linear(H, self.n_action_types)
         T = self.n_action_types
-        self.qa_out, self.qa_type = nn.Linear(H, D), nn.Embedding(T, D)
-        self.qa = nn.Linear(D, D)  # pointer query; a key projection of ent would be redundant
-        self.qb_out, self.qb_type, self.qb_a = nn.Linear(H, D), nn.Embedding(T, D), nn.Linear(D, D, bias=False)
-        self.qb = nn.Linear(D, D)
-        self.qc_out, self.qc_type = nn.Linear(H, D), nn.Embedding(T, D)
-        self.qc_a, self.qc_b = nn.Linear(D, D, bias=False), nn.Linear(D, D, bias=False)
-        self.c_head = nn.Linear(D, self.n_c)
+        self.scores_legal_list = config.legal_scorer_dim > 0
+        if self.scores_legal_list:
+            # One score per legal tuple from everything it names at once (type, both entities,
+            # the slot), so "attack" is weighed against "play" through the best attack and the
+            # best play, not through a type logit that must guess what the later stages will find.
+            S = config.legal_scorer_dim
+            self.ls_out, self.ls_type, self.ls_c = nn.Linear(H, S), nn.Embedding(T, S), nn.Embedding(self.n_c, S)
+            self.ls_a, self.ls_b = nn.Linear(D, S, bias=False), nn.Linear(D, S, bias=False)
+            self.ls_hidden, self.ls_score = nn.Linear(S, S), nn.Linear(S, 1)
+            near_uniform = (self.ls_score, self.value_head[-1])
+        else:
+            self.type_head = nn.Linear(H, T)
+            self.qa_out, self.qa_type = nn.Linear(H, D), nn.Embedding(T, D)
+            self.qa = nn.Linear(D, D)  # pointer query; a key projection of ent would be redundant
+            self.qb_out, self.qb_type, self.qb_a = nn.Linear(H, D), nn.Embedding(T, D), nn.Linear(D, D, bias=False)
+            self.qb = nn.Linear(D, D)
+            self.qc_out, self.qc_type = nn.Linear(H, D), nn.Embedding(T, D)
+            self.qc_a, self.qc_b = nn.Linear(D, D, bias=False), nn.Linear(D, D, bias=False)
+            self.c_head = nn.Linear(D, self.n_c)
+            near_uniform = (self.type_head, self.qa, self.qb, self.c_head, self.value_head[-1])
         # near-uniform initial policy, small initial value
-        for lin in (self.type_head, self.qa, self.qb, self.c_head, self.value_head[-1]):
+        for lin in near_uniform:
             nn.init.orthogonal_(lin.weight, gain=0.01)
             nn.init.zeros_(lin.bias)
 
@@ -332,6 +350,17 @@ class TCGPolicy(nn.Module):
         ea, eb = eab[..., 0, :], eab[..., 1, :]
         z = F.relu(self.qc_out(out) + self.qc_type(type_) + self.qc_a(ea) + self.qc_b(eb))
         return self.c_head(z)
+
+    def legal_logits(self, out: torch.Tensor, ent: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
+        """out [B, H], ent [B, N, D], legal [B, L, 4] long -> one logit per legal tuple [B, L]."""
+        z = (
+            self.ls_out(out).unsqueeze(-2)
+            + self.ls_type(legal[..., 0].clamp(0, self.n_action_types - 1))
+            + gather_rows(self.ls_a(ent), legal[..., 1])
+            + gather_rows(self.ls_b(ent), legal[..., 2])
+            + self.ls_c(legal[..., 3].clamp(0, self.n_c - 1))
+        )
+        return self.ls_score(F.relu(self.ls_hidden(F.relu(z)))).squeeze(-1)
 
 
 # ---- building and loading --------------------------------------------------------------------

@@ -11,6 +11,11 @@ logprob = sum over stages of log p(chosen value); entropy = sum of the entropies
 distributions actually sampled from (given the chosen prefix). Rows with count 0 (padding, or an
 inactive seat) give action zeros, logprob 0 and entropy 0, never NaN.
 
+A policy that scores its legal list whole (`scores_legal_list`, `[policy] legal_scorer_dim > 0`)
+is sampled in one stage over the legal tuples instead: T = primary_temperature, eps mixes toward
+uniform over the legal tuples, subaction_temperature is unused; the logprob of an action is that
+of its tuple, and the entropy that of the whole distribution.
+
 The sampling parameters live in a float tensor [3] = (primary_temperature,
 subaction_temperature, smoothing_eps), so changing them never recompiles compiled code. PPO passes
 the exact per-step tensor ([B, 3]) the rollout used to `log_prob_entropy`.
@@ -148,6 +153,8 @@ class TCGSampler:
         t_primary, t_sub, eps = params[:, 0], params[:, 1], params[:, 2]
         if actions is not None:
             actions = actions.reshape(B, 4).long()
+        if getattr(policy, "scores_legal_list", False):
+            return self._run_legal_list(policy, out, ent, legal, count, params, actions, generator, argmax, uniforms, lead)
 
         L = legal.shape[1]
         row_ok = count > 0  # [B]
@@ -190,6 +197,36 @@ class TCGSampler:
 
         acts = torch.stack(chosen, -1)
         zero = torch.zeros_like(logprob)
+        logprob = torch.where(row_ok, logprob, zero)
+        entropy = torch.where(row_ok, entropy, zero)
+        return acts.reshape(*lead, 4), logprob.reshape(lead), entropy.reshape(lead)
+
+    def _run_legal_list(self, policy, out, ent, legal, count, params, actions, generator, argmax, uniforms, lead):
+        """One stage over the legal tuples; a sample is one inverse-CDF draw (the first of the
+        decision's uniforms), so it needs no more draws than the staged path."""
+        B, L = legal.shape[:2]
+        row_ok = count > 0
+        mask = (torch.arange(L, device=out.device)[None, :] < count[:, None]) | ~row_ok[:, None]
+        logp = _stage_logp(policy.legal_logits(out, ent, legal), mask, params[:, 0], params[:, 2])
+        if actions is None:
+            if argmax:
+                index = torch.where(mask, logp, torch.full_like(logp, -math.inf)).argmax(-1)
+            else:
+                if uniforms is not None:
+                    u = uniforms.reshape(B, 4, -1)[:, 0, 0]
+                elif generator is not None:
+                    u = torch.rand(B, generator=generator, device=logp.device)
+                else:
+                    u = torch.rand(B, device=logp.device)
+                below = (logp.exp().cumsum(-1) < u[:, None]).sum(-1)
+                index = torch.minimum(below, (count - 1).clamp(min=0))  # rounding never picks past the list
+            actions = legal.gather(1, index[:, None, None].expand(B, 1, 4)).squeeze(1)
+        # an action's probability is its tuple's (summed, should the list repeat a tuple)
+        named = (legal == actions[:, None, :]).all(-1) & mask
+        logprob = torch.logsumexp(torch.where(named, logp, torch.full_like(logp, _NEG)), -1)
+        entropy = _entropy(logp.masked_fill(~mask, 0.0))
+        zero = torch.zeros_like(logprob)
+        acts = torch.where(row_ok[:, None], actions, torch.zeros_like(actions))
         logprob = torch.where(row_ok, logprob, zero)
         entropy = torch.where(row_ok, entropy, zero)
         return acts.reshape(*lead, 4), logprob.reshape(lead), entropy.reshape(lead)
