@@ -239,14 +239,18 @@ class TCGPolicy(nn.Module):
         T = self.n_action_types
         self.scores_legal_list = config.legal_scorer_dim > 0
         if self.scores_legal_list:
-            # One score per legal tuple from everything it names at once (type, both entities,
-            # the slot), so "attack" is weighed against "play" through the best attack and the
-            # best play, not through a type logit that must guess what the later stages will find.
+            # One logit per legal tuple, a sum of small tables scored once per decision (so the
+            # cost does not grow with the list): the type, (type, source), (type, target),
+            # (type, slot) and (source, target). A softmax over the tuples weighs "attack"
+            # against "play" through the attacks and plays on offer, not through a type logit
+            # that must guess what the later stages will find.
             S = config.legal_scorer_dim
-            self.ls_out, self.ls_type, self.ls_c = nn.Linear(H, S), nn.Embedding(T, S), nn.Embedding(self.n_c, S)
-            self.ls_a, self.ls_b = nn.Linear(D, S, bias=False), nn.Linear(D, S, bias=False)
-            self.ls_hidden, self.ls_score = nn.Linear(S, S), nn.Linear(S, 1)
-            near_uniform = (self.ls_score, self.value_head[-1])
+            self.ls_type = nn.Linear(H, T)
+            self.ls_qa, self.ls_ka = nn.Linear(H, T * S), nn.Linear(D, S, bias=False)
+            self.ls_qb, self.ls_kb = nn.Linear(H, T * S), nn.Linear(D, S, bias=False)
+            self.ls_c = nn.Linear(H, T * self.n_c)
+            self.ls_gate, self.ls_src, self.ls_tgt = nn.Linear(H, S), nn.Linear(D, S, bias=False), nn.Linear(D, S, bias=False)
+            near_uniform = (self.ls_type, self.ls_qa, self.ls_qb, self.ls_c, self.ls_gate, self.value_head[-1])
         else:
             self.type_head = nn.Linear(H, T)
             self.qa_out, self.qa_type = nn.Linear(H, D), nn.Embedding(T, D)
@@ -353,14 +357,21 @@ class TCGPolicy(nn.Module):
 
     def legal_logits(self, out: torch.Tensor, ent: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
         """out [B, H], ent [B, N, D], legal [B, L, 4] long -> one logit per legal tuple [B, L]."""
-        z = (
-            self.ls_out(out).unsqueeze(-2)
-            + self.ls_type(legal[..., 0].clamp(0, self.n_action_types - 1))
-            + gather_rows(self.ls_a(ent), legal[..., 1])
-            + gather_rows(self.ls_b(ent), legal[..., 2])
-            + self.ls_c(legal[..., 3].clamp(0, self.n_c - 1))
+        B, N, T, C = out.shape[0], ent.shape[-2], self.n_action_types, self.n_c
+        S = self.config.legal_scorer_dim
+        scale = 1.0 / math.sqrt(S)
+        by_source = self.ls_qa(out).reshape(B, T, S) @ self.ls_ka(ent).transpose(1, 2)  # [B, T, N]
+        by_target = self.ls_qb(out).reshape(B, T, S) @ self.ls_kb(ent).transpose(1, 2)
+        pair = (self.ls_src(ent) * self.ls_gate(out).unsqueeze(1)) @ self.ls_tgt(ent).transpose(1, 2)  # [B, N, N]
+        t = legal[..., 0].clamp(0, T - 1)
+        a, b, c = legal[..., 1].clamp(0, N - 1), legal[..., 2].clamp(0, N - 1), legal[..., 3].clamp(0, C - 1)
+        return (
+            self.ls_type(out).gather(1, t)
+            + scale * by_source.reshape(B, T * N).gather(1, t * N + a)
+            + scale * by_target.reshape(B, T * N).gather(1, t * N + b)
+            + self.ls_c(out).gather(1, t * C + c)
+            + scale * pair.reshape(B, N * N).gather(1, a * N + b)
         )
-        return self.ls_score(F.relu(self.ls_hidden(F.relu(z)))).squeeze(-1)
 
 
 # ---- building and loading --------------------------------------------------------------------
