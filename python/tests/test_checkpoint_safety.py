@@ -157,6 +157,12 @@ BOTH = [
         "policy_config.entity_attention_layers",
         "an integer in [0, 8], got 9",
     ),
+    (
+        "legal-scorer-negative",
+        put(("policy_config", "legal_scorer_dim"), -1),
+        "policy_config.legal_scorer_dim",
+        "an integer in [0, 8192], got -1",
+    ),
     ("format-version-str", put(("format_version",), "1"), "format_version", "integer >= 1"),
     ("format-str-int", put(("format",), 1), "format", "expected a string"),
     ("global-step-negative", put(("global_step",), -1), "global_step", "integer >= 0"),

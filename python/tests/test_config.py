@@ -249,6 +249,7 @@ def test_type_errors_name_key(tmp_path):
         ("--policy.smoothing_eps_initial=1.0", "[policy] smoothing_eps_initial"),
         ("--policy.subaction_temperature_final=0", "[policy] subaction_temperature_final"),
         ("--policy.primary_temperature=-1", "[policy] primary_temperature"),
+        ("--policy.legal_scorer_dim=-1", "[policy] legal_scorer_dim"),
         ("--train.ent_coef_anneal_end_frac=1.5", "[train] ent_coef_anneal_end_frac"),
         ("--base.device=gpu", "[base] device"),
         ("--wandb.mode=sometimes", "[wandb] mode"),

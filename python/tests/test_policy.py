@@ -58,12 +58,14 @@ def test_config_round_trip_and_unknown_keys():
         "hidden_size": 96,
         "n_decks": cfg.n_decks,
         "entity_attention_layers": 1,
+        "legal_scorer_dim": 0,
     }
     assert PolicyConfig.from_dict(d) == cfg
-    old = {k: v for k, v in d.items() if k != "entity_attention_layers"}  # a checkpoint from before the key
-    assert PolicyConfig.from_dict(old).entity_attention_layers == 0
-    with pytest.raises(ValueError, match="entity_attention_layers must be an int >= 0"):
-        PolicyConfig(n_cards=74, entity_attention_layers=-1)
+    for key in ("entity_attention_layers", "legal_scorer_dim"):  # checkpoints from before each key
+        old = {k: v for k, v in d.items() if k != key}
+        assert getattr(PolicyConfig.from_dict(old), key) == 0
+        with pytest.raises(ValueError, match=f"{key} must be an int >= 0"):
+            PolicyConfig(n_cards=74, **{key: -1})
     with pytest.raises(ValueError, match="unknown keys.*hiden_size"):
         PolicyConfig.from_dict({**d, "hiden_size": 64})
     with pytest.raises(ValueError, match="hidden_size"):
@@ -179,12 +181,10 @@ def test_lstm_cell_is_bit_identical_to_nn_lstmcell_forward_and_backward():
         assert a.abs().sum() > 0, name
 
 
-def sequence(data, M=8, T=12, seed=1, attention_layers=0):
+def sequence(data, M=8, T=12, seed=1, **arch):
     """obs [M, T, obs], boundaries (t = 0 plus mid-sequence restarts) and stored states [M, T, H]."""
     obs, env = data
-    policy = make_policy(
-        env, seed=seed, entity_dim=16, hidden_size=16, card_embed_dim=8, entity_attention_layers=attention_layers
-    )
+    policy = make_policy(env, seed=seed, entity_dim=16, hidden_size=16, card_embed_dim=8, **arch)
     o = obs[:T, :M].transpose(0, 1).contiguous()
     boundary = torch.zeros(M, T)
     boundary[:, 0] = 1.0
@@ -244,10 +244,13 @@ def test_unroll_equals_stepping_with_stored_states_restored_at_boundaries(data):
         assert not torch.allclose(zeroed.reshape(M, T, -1)[:, 0], out[:, 0], atol=1e-4)
 
 
-@pytest.mark.parametrize("attention_layers", [0, 1])
-def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, attention_layers):
-    """The PPO loss (ppo.PPOLoss, what training differentiates) reaches every parameter."""
-    policy, obs, boundary, state_h, state_c = sequence(data, M=8, T=12, seed=2, attention_layers=attention_layers)
+@pytest.mark.parametrize(
+    "arch", [{}, {"entity_attention_layers": 1}, {"legal_scorer_dim": 8}], ids=["pooled", "attention", "legal_list"]
+)
+def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, arch):
+    """The PPO loss (ppo.PPOLoss, what training differentiates) reaches every parameter, and a
+    policy builds only the heads it scores actions with."""
+    policy, obs, boundary, state_h, state_c = sequence(data, M=8, T=12, seed=2, **arch)
     sampler = TCGSampler(1.0, 1.3, 0.1)
     params = sampler.params_tensor()
     M, T = boundary.shape

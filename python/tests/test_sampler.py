@@ -9,6 +9,7 @@ from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
 from tcgleague.layout import legal_from_obs
 from tcgleague.policy import PolicyConfig, TCGSampler, build_policy
+from tcgleague.policy.tcg_sampler import UNIFORM_WIDTH
 
 NT, NA, NB, NC = LAYOUT["n_action_types"], LAYOUT["n_a"], LAYOUT["n_b"], LAYOUT["n_c"]
 L = LAYOUT["max_legal"]
@@ -69,16 +70,24 @@ def assert_legal(actions, legal, count):
     assert (actions[count == 0] == 0).all()
 
 
-@pytest.fixture(scope="module")
-def real():
-    """Real observations from random legal play, a random policy, and its (out, ent)."""
+SCORED_HEADS = {  # the last layer of each logit, by how the policy scores an action
+    "staged": ("type_head", "qa", "qb", "c_head"),
+    "legal_list": ("ls_type", "ls_qa", "ls_qb", "ls_c", "ls_gate"),
+}
+
+
+def real_decisions(scoring: str):
+    """Real observations from random legal play, a random policy (autoregressive stages, or one
+    stage over the legal list), and its (out, ent)."""
     env = TCGEnv(num_games=32, seed=3)
     obs, _ = env.reset()
-    policy = build_policy(PolicyConfig(n_cards=env.pool.n_cards, entity_dim=32, hidden_size=64), seed=0)
+    scorer_dim = 16 if scoring == "legal_list" else 0
+    config = PolicyConfig(n_cards=env.pool.n_cards, entity_dim=32, hidden_size=64, legal_scorer_dim=scorer_dim)
+    policy = build_policy(config, seed=0)
     # sharper random logits so the heads have strong (arbitrary) preferences, illegal values included
     with torch.no_grad():
-        for head in (policy.type_head, policy.qa, policy.qb, policy.c_head):
-            head.weight.mul_(300.0)
+        for head in SCORED_HEADS[scoring]:
+            getattr(policy, head).weight.mul_(300.0)
     sampler = TCGSampler()
     collected = []
     state = (torch.zeros(env.num_agents, policy.hidden_size), torch.zeros(env.num_agents, policy.hidden_size))
@@ -97,6 +106,11 @@ def real():
             obs, *_ = env.step(actions.numpy())
     out, ent, legal, count = (torch.cat(x) for x in zip(*collected))
     return policy, out, ent, legal, count
+
+
+@pytest.fixture(scope="module", params=sorted(SCORED_HEADS))
+def real(request):
+    return real_decisions(request.param)
 
 
 # --------------------------------------------------------------------------- legality
@@ -464,3 +478,89 @@ def test_sampler_traces_as_one_graph_and_params_do_not_recompile(real):
         assert not torch.allclose(got[1], g0[1])
         assert len(graphs) == n, "changing sampling parameters recompiled"
     torch._dynamo.reset()
+
+
+# --------------------------------------------------------------------------- one stage over the legal list
+@pytest.fixture(scope="module")
+def scorer_rows():
+    """Real decisions of a legal-list policy, and the rows with more than two distinct legal tuples."""
+    policy, out, ent, legal, count = real_decisions("legal_list")
+    rows = [
+        r for r in torch.nonzero(count > 1).flatten().tolist() if len(torch.unique(legal[r, : count[r]], dim=0)) > 2
+    ]
+    assert len(rows) > 20
+    return policy, out, ent, legal, count, rows
+
+
+def tuple_logp(sampler, policy, out, ent, legal, count, r, tuples):
+    m = len(tuples)
+    with torch.no_grad():
+        return sampler.log_prob_entropy(
+            policy,
+            out[r].expand(m, -1),
+            ent[r].expand(m, -1, -1),
+            legal[r].expand(m, -1, -1),
+            count[r].expand(m),
+            tuples,
+        )
+
+
+def test_legal_list_probabilities_sum_to_one_and_match_sampling(scorer_rows):
+    policy, out, ent, legal, count, rows = scorer_rows
+    sampler = TCGSampler(1.0, 1.0, 0.1)
+    for r in rows[:10]:
+        tuples = torch.unique(legal[r, : count[r]], dim=0)
+        lp, e = tuple_logp(sampler, policy, out, ent, legal, count, r, tuples)
+        assert abs(float(lp.exp().sum()) - 1.0) < 1e-4
+        assert torch.allclose(e, e[:1].expand_as(e)) and float(e[0]) > 0  # the whole distribution's entropy
+    r, n = rows[0], 20000
+    with torch.no_grad():
+        actions, _, _ = sampler.sample(
+            policy,
+            out[r].expand(n, -1),
+            ent[r].expand(n, -1, -1),
+            legal[r].expand(n, -1, -1),
+            count[r].expand(n),
+            generator=torch.Generator().manual_seed(0),
+        )
+    tuples = torch.unique(legal[r, : count[r]], dim=0)
+    prob = tuple_logp(sampler, policy, out, ent, legal, count, r, tuples)[0].exp()
+    freq = torch.stack([(actions == t).all(-1).float().mean() for t in tuples])
+    assert ((freq - prob).abs() < 5 * (prob * (1 - prob) / n).sqrt() + 1e-3).all()
+
+
+def test_legal_list_temperature_smoothing_and_argmax(scorer_rows):
+    """primary_temperature sharpens the one stage, smoothing_eps mixes toward uniform over the
+    legal tuples, subaction_temperature has nothing to act on; argmax takes the likeliest tuple."""
+    policy, out, ent, legal, count, rows = scorer_rows
+    r = next(r for r in rows if len(torch.unique(legal[r, : count[r]], dim=0)) == count[r])  # no tuple listed twice
+    tuples = torch.unique(legal[r, : count[r]], dim=0)
+    base = tuple_logp(TCGSampler(1.0, 1.0, 0.0), policy, out, ent, legal, count, r, tuples)[0]
+    assert torch.equal(base, tuple_logp(TCGSampler(1.0, 3.0, 0.0), policy, out, ent, legal, count, r, tuples)[0])
+    sharp = tuple_logp(TCGSampler(0.5, 1.0, 0.0), policy, out, ent, legal, count, r, tuples)[0]
+    torch.testing.assert_close(sharp, torch.log_softmax(2 * base, 0), rtol=0, atol=1e-4)
+    mixed = tuple_logp(TCGSampler(1.0, 1.0, 0.5), policy, out, ent, legal, count, r, tuples)[0]
+    uniform = torch.stack([(legal[r, : count[r]] == t).all(-1).float().mean() for t in tuples])
+    torch.testing.assert_close(mixed.exp(), 0.5 * base.exp() + 0.5 * uniform, rtol=0, atol=1e-5)
+    with torch.no_grad():
+        best, _, _ = TCGSampler().greedy(policy, out[r : r + 1], ent[r : r + 1], legal[r : r + 1], count[r : r + 1])
+    assert torch.equal(best[0], tuples[base.argmax()])
+
+
+def test_legal_list_takes_one_uniform_per_decision(scorer_rows):
+    """A rollout's draws (`uniforms`) decide the action alone: the same draws, the same actions;
+    only the first draw of a decision is read."""
+    policy, out, ent, legal, count, _ = scorer_rows
+    sampler = TCGSampler()
+    u = torch.rand(len(out), 4, UNIFORM_WIDTH, generator=torch.Generator().manual_seed(4))
+    other = torch.rand(u.shape, generator=torch.Generator().manual_seed(5))
+    other[:, 0, 0] = u[:, 0, 0]
+    with torch.no_grad():
+        first = sampler.sample(policy, out, ent, legal, count, uniforms=u)
+        again = sampler.sample(policy, out, ent, legal, count, uniforms=other)
+        moved = u.clone()
+        moved[:, 0, 0] = (u[:, 0, 0] + 0.5) % 1.0
+        shifted = sampler.sample(policy, out, ent, legal, count, uniforms=moved)
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    assert not torch.equal(first[0], shifted[0])
+    assert_legal(first[0], legal, count)

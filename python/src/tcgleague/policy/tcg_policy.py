@@ -13,8 +13,8 @@ NONE row at index `none_entity`):
     a_logits(out, ent, type)              -> [..., n_a]      (pointer over entity rows)
     b_logits(out, ent, type, a)           -> [..., n_b]      (pointer, conditioned on ent[a])
     c_logits(out, ent, type, a, b)        -> [..., n_c]      (board-slot bins)
-    legal_logits(out, ent, legal [..., L, 4]) -> [..., L]     (legal_scorer_dim > 0 instead of
-                                                               the four heads above)
+    legal_logits(out [B, H], ent, legal [B, L, 4]) -> [B, L]  (one logit per legal tuple: with
+                                                  legal_scorer_dim > 0, instead of the four above)
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class PolicyConfig:
     hidden_size: int = 128
     n_decks: int = 32  # deck-id embedding rows (ids are clamped into range)
     entity_attention_layers: int = 0  # transformer layers over the entity rows (0 = none)
-    legal_scorer_dim: int = 0  # > 0: score each legal action whole with an MLP this wide (0 = the autoregressive heads)
+    legal_scorer_dim: int = 0  # > 0: score each legal action whole, factors this wide (0 = the autoregressive heads)
 
     def __post_init__(self):
         for f in fields(self):
@@ -249,7 +249,8 @@ class TCGPolicy(nn.Module):
             self.ls_qa, self.ls_ka = nn.Linear(H, T * S), nn.Linear(D, S, bias=False)
             self.ls_qb, self.ls_kb = nn.Linear(H, T * S), nn.Linear(D, S, bias=False)
             self.ls_c = nn.Linear(H, T * self.n_c)
-            self.ls_gate, self.ls_src, self.ls_tgt = nn.Linear(H, S), nn.Linear(D, S, bias=False), nn.Linear(D, S, bias=False)
+            self.ls_gate = nn.Linear(H, S)
+            self.ls_src, self.ls_tgt = nn.Linear(D, S, bias=False), nn.Linear(D, S, bias=False)
             near_uniform = (self.ls_type, self.ls_qa, self.ls_qb, self.ls_c, self.ls_gate, self.value_head[-1])
         else:
             self.type_head = nn.Linear(H, T)

@@ -154,7 +154,9 @@ class TCGSampler:
         if actions is not None:
             actions = actions.reshape(B, 4).long()
         if getattr(policy, "scores_legal_list", False):
-            return self._run_legal_list(policy, out, ent, legal, count, params, actions, generator, argmax, uniforms, lead)
+            return self._run_legal_list(
+                policy, out, ent, legal, count, params, actions, generator, argmax, uniforms, lead
+            )
 
         L = legal.shape[1]
         row_ok = count > 0  # [B]
