@@ -10,6 +10,7 @@ from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
 from tcgleague.layout import legal_from_obs
 from tcgleague.policy import PolicyConfig, TCGSampler, build_policy, gather_rows
+from tcgleague.policy.tcg_sampler import draw_uniforms
 from tcgleague.ppo import PPOLoss, unroll
 from tcgleague.recurrent import lstm_cell
 
@@ -324,4 +325,29 @@ def test_torch_compile_matches_eager(data):
         got = compiled(o, *state, t, a, b)
         want = fn(o, *state, t, a, b)
     for g_, w_ in zip(got, want):
+        torch.testing.assert_close(g_, w_, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow  # inductor C++ compile, as above
+def test_torch_compile_matches_eager_legal_list(data):
+    """The legal-list scorer and its one-stage sampling compile as one graph and agree with eager."""
+    obs, env = data
+    policy = make_policy(env, card_embed_dim=8, entity_dim=16, hidden_size=16, legal_scorer_dim=8).eval()
+    sampler = TCGSampler(1.0, 1.0, 0.1)
+    o = obs[4][:8].clone()
+    uniforms = draw_uniforms(len(o), torch.Generator().manual_seed(0))
+
+    def fn(o, h, c, uniforms):
+        x, ent = policy.encode(o)
+        out, _ = policy.step(x, (h, c))
+        legal, count = legal_from_obs(o)
+        actions, logprob, entropy = sampler.sample(policy, out, ent, legal, count, uniforms=uniforms)
+        return actions, logprob, entropy, policy.legal_logits(out, ent, legal)
+
+    state = (torch.randn(len(o), 16), torch.randn(len(o), 16))
+    compiled = torch.compile(fn, mode="default", fullgraph=True)
+    with torch.no_grad():
+        got, want = compiled(o, *state, uniforms), fn(o, *state, uniforms)
+    assert torch.equal(got[0], want[0])
+    for g_, w_ in zip(got[1:], want[1:]):
         torch.testing.assert_close(g_, w_, rtol=1e-4, atol=1e-5)
