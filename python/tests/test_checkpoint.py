@@ -385,7 +385,7 @@ def test_collapsed_policy_triggers_the_health_warning(straight, tmp_path, capsys
     _, run_a = straight
 
     def collapse(s):
-        s["policy"]["type_head.bias"][PASS] = 60.0  # PASS ~certain whenever it is legal
+        s["policy"]["ls_type.bias"][PASS] = 60.0  # PASS ~certain whenever it is legal
 
     path = tampered(ckpt(run_a, 2), tmp_path / "model_smoke_000002.pt", collapse)
     cfg = load_config(SMOKE, ["--train.eval-interval", "0", *ANNEALS])

@@ -126,7 +126,7 @@ def refused_by_evaluate(capsys, *argv: str) -> str:
 
 
 # ---- 1. damaged fields ------------------------------------------------------------------------------
-W_NAN, W_INF, W_INT = "lstm.weight_ih", "type_head.bias", "type_head.weight"
+W_NAN, W_INF, W_INT = "lstm.weight_ih", "ls_type.bias", "ls_type.weight"
 
 WIDTH = "an integer in [1, 8192]"  # policy_config values are bounded by config.validate.MAX_WIDTH
 
@@ -362,13 +362,13 @@ RESUME_ONLY = [
         "param-groups-missing-param",
         put(("optimizer", "param_groups", 0, "params"), lambda p: p[:-1]),
         "optimizer.param_groups",
-        "must name each of the policy's 46 parameters once (it names 45, 45 distinct)",
+        "must name each of the policy's 40 parameters once (it names 39, 39 distinct)",
     ),
     (
         "param-groups-duplicated-param",
         put(("optimizer", "param_groups", 0, "params"), lambda p: [*p[:-1], p[0]]),
         "optimizer.param_groups",
-        "must name each of the policy's 46 parameters once (it names 46, 45 distinct)",
+        "must name each of the policy's 40 parameters once (it names 40, 39 distinct)",
     ),
     ("optimizer-step-str", put(("optimizer", "state", 0, "step"), "x"), "optimizer.state[0].step", "expected a tensor"),
     (

@@ -54,7 +54,7 @@ class PolicySection:
     entity_dim: int = 64
     hidden_size: int = 128
     entity_attention_layers: int = 0
-    legal_scorer_dim: int = 0
+    legal_scorer_dim: int = 32
     primary_temperature: float = 1.0
     subaction_temperature_initial: float = 1.0
     subaction_temperature_final: float = 1.0
