@@ -1,8 +1,9 @@
 """peer: our trainer against what a user would pick instead, side by side in one run.
 
-Each trainer trains a policy of about our size (382k parameters; 342k with the staged heads) for --steps agent decisions,
-taking --snapshots snapshots on the way, and every snapshot that is reported plays --episodes
-duplicate games against the greedy bot through the same runner, seed and deals:
+Each trainer trains a policy of about our size (382k parameters; 342k with the staged heads) for
+--steps agent decisions, taking --snapshots snapshots on the way, and every snapshot that is
+reported plays --episodes duplicate games against the greedy bot through the same runner, seed
+and deals:
 
 - ours: `configs/default.ini` (self-play; it never sees greedy while training), in this process;
 - pufferl: PufferLib 3.0.23's PuffeRL, in a subprocess (the checkout's tools/pufferl_peer.py:

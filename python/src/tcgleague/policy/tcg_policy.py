@@ -101,7 +101,7 @@ class PolicyConfig:
     hidden_size: int = 128
     n_decks: int = 32  # deck-id embedding rows (ids are clamped into range)
     entity_attention_layers: int = 0  # transformer layers over the entity rows (0 = none)
-    legal_scorer_dim: int = 0  # > 0: score each legal action whole, factors this wide (0 = the autoregressive heads)
+    legal_scorer_dim: int = 0  # > 0: score each legal action whole, factors this wide (0 = staged heads)
 
     def __post_init__(self):
         for f in fields(self):

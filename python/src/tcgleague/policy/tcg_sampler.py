@@ -83,6 +83,16 @@ def _stage_logp(
     return torch.logaddexp(torch.log1p(-e) + logp, log_uniform)
 
 
+def _draws(B: int, stage: int, width: int, uniforms, generator, device) -> torch.Tensor:
+    """U(0, 1) draws [B, width] for one sampling stage: the decisions' own (`uniforms`), else
+    the generator's, else the global RNG's."""
+    if uniforms is not None:
+        return uniforms.reshape(B, 4, -1)[:, stage, :width]
+    if generator is not None:
+        return torch.rand((B, width), generator=generator, device=device)
+    return torch.rand((B, width), device=device)
+
+
 def _entropy(logp: torch.Tensor) -> torch.Tensor:
     return -(logp.exp() * logp).sum(-1)
 
@@ -153,14 +163,25 @@ class TCGSampler:
         t_primary, t_sub, eps = params[:, 0], params[:, 1], params[:, 2]
         if actions is not None:
             actions = actions.reshape(B, 4).long()
-        if getattr(policy, "scores_legal_list", False):
-            return self._run_legal_list(
-                policy, out, ent, legal, count, params, actions, generator, argmax, uniforms, lead
-            )
-
-        L = legal.shape[1]
         row_ok = count > 0  # [B]
-        consistent = torch.arange(L, device=out.device)[None, :] < count[:, None]
+        listed = torch.arange(legal.shape[1], device=out.device)[None, :] < count[:, None]  # [B, L]
+        run = self._legal_list if getattr(policy, "scores_legal_list", False) else self._staged
+        acts, logprob, entropy = run(
+            policy, out, ent, legal, listed, row_ok, t_primary, t_sub, eps, actions, generator, argmax, uniforms
+        )
+        zero = torch.zeros_like(logprob)  # padded rows: action zeros, logprob and entropy 0
+        acts = torch.where(row_ok[:, None], acts, torch.zeros_like(acts))
+        logprob = torch.where(row_ok, logprob, zero)
+        entropy = torch.where(row_ok, entropy, zero)
+        return acts.reshape(*lead, 4), logprob.reshape(lead), entropy.reshape(lead)
+
+    @staticmethod
+    def _staged(
+        policy, out, ent, legal, consistent, row_ok, t_primary, t_sub, eps, actions, generator, argmax, uniforms
+    ):
+        """Type, then source, then target, then slot, each over the values of the tuples
+        consistent with the choices so far."""
+        B = out.shape[0]
         sizes = (policy.n_action_types, policy.n_a, policy.n_b, policy.n_c)
         logprob = torch.zeros(B, device=out.device)
         entropy = torch.zeros(B, device=out.device)
@@ -176,19 +197,14 @@ class TCGSampler:
                 logits = policy.c_logits(out, ent, chosen[0], chosen[1], chosen[2])
             values = legal[:, :, k]
             mask = _stage_mask(values, consistent, sizes[k])
-            mask = mask | ~row_ok[:, None]  # padded rows: any value, results zeroed below
+            mask = mask | ~row_ok[:, None]  # padded rows: any value, results zeroed by the caller
             logp = _stage_logp(logits, mask, t_primary if k == 0 else t_sub, None if k == 0 else eps)
             if actions is not None:
                 choice = actions[:, k]
             elif argmax:
                 choice = torch.where(mask, logp, torch.full_like(logp, -math.inf)).argmax(-1)
             else:
-                if uniforms is not None:
-                    u = uniforms.reshape(B, 4, -1)[:, k, : logp.shape[1]]
-                elif generator is not None:
-                    u = torch.rand(logp.shape, generator=generator, device=logp.device)
-                else:
-                    u = torch.rand_like(logp)
+                u = _draws(B, k, logp.shape[1], uniforms, generator, logp.device)
                 gumbel = -torch.log(-torch.log(u.clamp(1e-20, 1.0 - 1e-7)))
                 choice = torch.where(mask, logp + gumbel, torch.full_like(logp, -math.inf)).argmax(-1)
             choice = torch.where(row_ok, choice, torch.zeros_like(choice))
@@ -196,39 +212,27 @@ class TCGSampler:
             entropy = entropy + _entropy(logp)
             consistent = consistent & (values == choice[:, None])
             chosen.append(choice)
+        return torch.stack(chosen, -1), logprob, entropy
 
-        acts = torch.stack(chosen, -1)
-        zero = torch.zeros_like(logprob)
-        logprob = torch.where(row_ok, logprob, zero)
-        entropy = torch.where(row_ok, entropy, zero)
-        return acts.reshape(*lead, 4), logprob.reshape(lead), entropy.reshape(lead)
-
-    def _run_legal_list(self, policy, out, ent, legal, count, params, actions, generator, argmax, uniforms, lead):
+    @staticmethod
+    def _legal_list(
+        policy, out, ent, legal, listed, row_ok, t_primary, t_sub, eps, actions, generator, argmax, uniforms
+    ):
         """One stage over the legal tuples; a sample is one inverse-CDF draw (the first of the
         decision's uniforms), so it needs no more draws than the staged path."""
-        B, L = legal.shape[:2]
-        row_ok = count > 0
-        mask = (torch.arange(L, device=out.device)[None, :] < count[:, None]) | ~row_ok[:, None]
-        logp = _stage_logp(policy.legal_logits(out, ent, legal), mask, params[:, 0], params[:, 2])
+        B = out.shape[0]
+        mask = listed | ~row_ok[:, None]
+        logp = _stage_logp(policy.legal_logits(out, ent, legal), mask, t_primary, eps)
         if actions is None:
             if argmax:
                 index = torch.where(mask, logp, torch.full_like(logp, -math.inf)).argmax(-1)
             else:
-                if uniforms is not None:
-                    u = uniforms.reshape(B, 4, -1)[:, 0, 0]
-                elif generator is not None:
-                    u = torch.rand(B, generator=generator, device=logp.device)
-                else:
-                    u = torch.rand(B, device=logp.device)
-                below = (logp.exp().cumsum(-1) < u[:, None]).sum(-1)
+                u = _draws(B, 0, 1, uniforms, generator, logp.device)
+                below = (logp.exp().cumsum(-1) < u).sum(-1)
+                count = listed.sum(-1)
                 index = torch.minimum(below, (count - 1).clamp(min=0))  # rounding never picks past the list
             actions = legal.gather(1, index[:, None, None].expand(B, 1, 4)).squeeze(1)
         # an action's probability is its tuple's (summed, should the list repeat a tuple)
         named = (legal == actions[:, None, :]).all(-1) & mask
         logprob = torch.logsumexp(torch.where(named, logp, torch.full_like(logp, _NEG)), -1)
-        entropy = _entropy(logp.masked_fill(~mask, 0.0))
-        zero = torch.zeros_like(logprob)
-        acts = torch.where(row_ok[:, None], actions, torch.zeros_like(actions))
-        logprob = torch.where(row_ok, logprob, zero)
-        entropy = torch.where(row_ok, entropy, zero)
-        return acts.reshape(*lead, 4), logprob.reshape(lead), entropy.reshape(lead)
+        return actions, logprob, _entropy(logp.masked_fill(~mask, 0.0))

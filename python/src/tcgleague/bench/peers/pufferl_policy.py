@@ -5,9 +5,10 @@ error and makes Ctrl-C `os._exit`, process-wide). It trains on `VersusBot` (one 
 the greedy bot) vectorized by `pufferlib.vector.Serial`.
 
 - The policy (`PeerLSTM`): an MLP encoder (1121 -> 160 -> 128), an LSTM of 128 (our hidden
-  size) and linear actor / critic heads, about 349k parameters against our 382k (342k with the staged heads). PuffeRL
-  samples its logits unmasked, so the policy masks its own logits from the legal count in the
-  observation (the count is part of the observation, as the legal list is for ours).
+  size) and linear actor / critic heads, about 349k parameters against our 382k (342k with the
+  staged heads). PuffeRL samples its logits unmasked, so the policy masks its own logits from the
+  legal count in the observation (the count is part of the observation, as the legal list is for
+  ours).
 - The config is PufferLib's default.ini for the algorithm (gamma, GAE lambda, V-trace clips,
   prioritised replay, value and entropy coefficients) with what a CPU run needs: Adam (its
   default Muon needs heavyball), our learning rate, batch 16,384, minibatch 2,048 and BPTT 16.
