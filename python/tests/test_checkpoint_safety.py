@@ -163,6 +163,12 @@ BOTH = [
         "policy_config.legal_scorer_dim",
         "an integer in [0, 8192], got -1",
     ),
+    (
+        "legal-effect-huge",
+        put(("policy_config", "legal_effect_dim"), 10**9),
+        "policy_config.legal_effect_dim",
+        "an integer in [0, 8192], got 1000000000",
+    ),
     ("format-version-str", put(("format_version",), "1"), "format_version", "integer >= 1"),
     ("format-str-int", put(("format",), 1), "format", "expected a string"),
     ("global-step-negative", put(("global_step",), -1), "global_step", "integer >= 0"),
@@ -362,13 +368,13 @@ RESUME_ONLY = [
         "param-groups-missing-param",
         put(("optimizer", "param_groups", 0, "params"), lambda p: p[:-1]),
         "optimizer.param_groups",
-        "must name each of the policy's 40 parameters once (it names 39, 39 distinct)",
+        "must name each of the policy's 44 parameters once (it names 43, 43 distinct)",
     ),
     (
         "param-groups-duplicated-param",
         put(("optimizer", "param_groups", 0, "params"), lambda p: [*p[:-1], p[0]]),
         "optimizer.param_groups",
-        "must name each of the policy's 40 parameters once (it names 40, 39 distinct)",
+        "must name each of the policy's 44 parameters once (it names 44, 43 distinct)",
     ),
     ("optimizer-step-str", put(("optimizer", "state", 0, "step"), "x"), "optimizer.state[0].step", "expected a tensor"),
     (

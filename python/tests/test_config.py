@@ -250,6 +250,7 @@ def test_type_errors_name_key(tmp_path):
         ("--policy.subaction_temperature_final=0", "[policy] subaction_temperature_final"),
         ("--policy.primary_temperature=-1", "[policy] primary_temperature"),
         ("--policy.legal_scorer_dim=-1", "[policy] legal_scorer_dim"),
+        ("--policy.legal-effect-dim=9000", "[policy] legal_effect_dim"),
         ("--train.ent_coef_anneal_end_frac=1.5", "[train] ent_coef_anneal_end_frac"),
         ("--base.device=gpu", "[base] device"),
         ("--wandb.mode=sometimes", "[wandb] mode"),

@@ -74,7 +74,8 @@ def test_layout_regions_are_contiguous_and_match_the_spaces():
     assert L["entity_offset"] == L["global_offset"] + L["global_size"]
     assert L["legal_offset"] == L["entity_offset"] + L["n_entities"] * L["entity_width"]
     assert L["legal_count_offset"] == L["legal_offset"] + L["max_legal"] * L["action_width"]
-    assert L["obs_size"] == L["legal_count_offset"] + 1 == OBS_SIZE
+    assert L["effects_offset"] == L["legal_count_offset"] + 1
+    assert L["obs_size"] == L["effects_offset"] + L["max_legal"] * len(L["effect_features"]) == OBS_SIZE
     assert L["max_legal"] == 128 and L["action_width"] == 4
     env = TCGEnv(num_games=2)
     assert observation_space().shape == env.single_observation_space.shape == (L["obs_size"],)

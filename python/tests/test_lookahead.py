@@ -22,7 +22,7 @@ from tcgleague.checkpoint import load_checkpoint
 from tcgleague.engine import LAYOUT, position
 from tcgleague.env import TCGEnv
 from tcgleague.evaluate_checkpoint import evaluate_loaded
-from tcgleague.layout import MAX_LEGAL, OBS_SIZE, legal_actions
+from tcgleague.layout import COUNT, EFFECTS, MAX_LEGAL, N_EFFECTS, OBS_SIZE, legal_actions
 from tcgleague.lookahead import STATUS, LookaheadActor
 from tcgleague.play import agent_actor
 
@@ -69,7 +69,7 @@ def test_the_search_leaves_the_game_alone_and_covers_every_legal_action():
         before = env.engine.get_state()
         n, next_obs, status = look(env, row, salt=row)
         assert env.engine.get_state() == before, "the search changed the real game"
-        assert n == int(obs[row, -1]), "one candidate per legal action"
+        assert n == int(obs[row, COUNT]), "one candidate per legal action"
         assert set(status[:n].tolist()) <= set(STATUS.values()) and (status[n:] == -1).all()
         decide = status[:n] == STATUS["decide"]
         assert np.isfinite(next_obs[:n][decide]).all() and (next_obs[:n][~decide] == 0).all()
@@ -127,6 +127,61 @@ def test_the_search_depends_only_on_what_the_decider_sees():
             twin.engine.import_position(game, position.encode(pos))
             changed += not np.array_equal(look(twin, row, salt=11)[1][:n], next_obs[:n])
     assert compared > 100 and changed > 20, (compared, changed)
+
+
+def test_action_effects_depend_only_on_what_the_decider_sees():
+    """The observation's effects of each legal action (the engine applies it to a copy of the
+    game) are the same in a twin that differs only in hidden information and its rng, so they
+    never reveal a hidden card or a random outcome to come; they are non-zero and differ
+    between actions, so the comparison can fail."""
+    compared = informative = 0
+    for env, obs, row in random_positions(8, 60, seed=6):
+        game, me = row // 2, row % 2
+        twin = TCGEnv(num_games=env.num_games, seed=98)
+        twin.reset(98)
+        pos = position.decode(env.engine.export_position(game))
+        twin.engine.import_position(game, position.encode(hidden_information_permuted(pos, me)))
+        n = int(obs[row, COUNT])
+        effects = obs[row, EFFECTS].reshape(MAX_LEGAL, N_EFFECTS)
+        assert np.array_equal(twin.observations[row], obs[row])
+        assert not effects[n:].any(), "no effects past the legal list"
+        compared += 1
+        informative += n > 1 and len(np.unique(effects[:n], axis=0)) > 1
+    assert compared > 100 and informative > 50, (compared, informative)
+
+
+def test_an_attack_is_seen_landing():
+    """An attack's effects are the attack resolved with the opponent passing its response
+    windows: the opponent's leader loses what the real game takes from it then."""
+    checked = landed = 0
+    health = LAYOUT["effect_features"]["opp_leader_health"]
+    for env, obs, row in random_positions(16, 80, seed=8):
+        legal, count = legal_actions(obs[row][None])
+        effects = obs[row, EFFECTS].reshape(MAX_LEGAL, N_EFFECTS)
+        for i in np.flatnonzero(legal[0, : count[0], 0] == LAYOUT["action_types"]["attack"])[:2]:
+            me = row % 2
+            game = TCGEnv(num_games=1, seed=97)
+            game.reset(97)
+            game.engine.import_position(0, env.engine.export_position(row // 2))
+            before = game.engine.export_position(0)
+            actions = np.zeros((2, 4), dtype=np.int32)
+            actions[me] = legal[0, i]
+            game.step(actions)
+            while game.masks[1 - me] and not game.masks[me]:
+                actions[:] = 0
+                actions[1 - me] = legal_actions(game.observations[1 - me][None])[0][0, 0]  # PASS: listed first
+                game.step(actions)
+            lost = opp_leader_health(game.engine.export_position(0), me) - opp_leader_health(before, me)
+            assert effects[i, health] == lost, (effects[i], lost)
+            checked += 1
+            landed += lost < 0
+        if checked >= 40:
+            break
+    assert checked >= 20 and landed >= 10, (checked, landed)
+
+
+def opp_leader_health(values, me: int) -> int:
+    return position.decode(values)["players"][1 - me]["units"][LAYOUT["front_slots"] + LAYOUT["back_slots"]]["health"]
 
 
 def test_a_drawn_card_comes_from_a_reshuffled_deck_not_the_real_one():

@@ -8,7 +8,7 @@ from torch import nn
 
 from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
-from tcgleague.layout import legal_from_obs
+from tcgleague.layout import effects_from_obs, legal_from_obs
 from tcgleague.policy import PolicyConfig, TCGSampler, build_policy, gather_rows
 from tcgleague.policy.tcg_sampler import draw_uniforms
 from tcgleague.ppo import PPOLoss, unroll
@@ -60,9 +60,10 @@ def test_config_round_trip_and_unknown_keys():
         "n_decks": cfg.n_decks,
         "entity_attention_layers": 1,
         "legal_scorer_dim": 0,
+        "legal_effect_dim": 0,
     }
     assert PolicyConfig.from_dict(d) == cfg
-    for key in ("entity_attention_layers", "legal_scorer_dim"):  # checkpoints from before each key
+    for key in ("entity_attention_layers", "legal_scorer_dim", "legal_effect_dim"):  # checkpoints from before each key
         old = {k: v for k, v in d.items() if k != key}
         assert getattr(PolicyConfig.from_dict(old), key) == 0
         with pytest.raises(ValueError, match=f"{key} must be an int >= 0"):
@@ -246,7 +247,9 @@ def test_unroll_equals_stepping_with_stored_states_restored_at_boundaries(data):
 
 
 @pytest.mark.parametrize(
-    "arch", [{}, {"entity_attention_layers": 1}, {"legal_scorer_dim": 8}], ids=["pooled", "attention", "legal_list"]
+    "arch",
+    [{}, {"entity_attention_layers": 1}, {"legal_scorer_dim": 8}, {"legal_scorer_dim": 8, "legal_effect_dim": 8}],
+    ids=["pooled", "attention", "legal_list", "legal_effects"],
 )
 def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, arch):
     """The PPO loss (ppo.PPOLoss, what training differentiates) reaches every parameter, and a
@@ -257,10 +260,18 @@ def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, 
     M, T = boundary.shape
     with torch.no_grad():
         out, ent = unroll(policy, obs, boundary, state_h, state_c)
-        legal, count = legal_from_obs(obs.reshape(M * T, -1))
+        flat = obs.reshape(M * T, -1)
+        legal, count = legal_from_obs(flat)
         assert (count > 0).sum() > M * T // 2
         actions, logprob, _ = sampler.sample(
-            policy, out, ent, legal, count, params=params, generator=torch.Generator().manual_seed(0)
+            policy,
+            out,
+            ent,
+            legal,
+            count,
+            params=params,
+            generator=torch.Generator().manual_seed(0),
+            effects=effects_from_obs(flat),
         )
         value = policy.value(out)
     g = torch.Generator().manual_seed(3)
@@ -330,9 +341,12 @@ def test_torch_compile_matches_eager(data):
 
 @pytest.mark.slow  # inductor C++ compile, as above
 def test_torch_compile_matches_eager_legal_list(data):
-    """The legal-list scorer and its one-stage sampling compile as one graph and agree with eager."""
+    """The legal-list scorer (reading what each action does) and its one-stage sampling compile
+    as one graph and agree with eager."""
     obs, env = data
-    policy = make_policy(env, card_embed_dim=8, entity_dim=16, hidden_size=16, legal_scorer_dim=8).eval()
+    policy = make_policy(
+        env, card_embed_dim=8, entity_dim=16, hidden_size=16, legal_scorer_dim=8, legal_effect_dim=8
+    ).eval()
     sampler = TCGSampler(1.0, 1.0, 0.1)
     o = obs[4][:8].clone()
     uniforms = draw_uniforms(len(o), torch.Generator().manual_seed(0))
@@ -340,9 +354,9 @@ def test_torch_compile_matches_eager_legal_list(data):
     def fn(o, h, c, uniforms):
         x, ent = policy.encode(o)
         out, _ = policy.step(x, (h, c))
-        legal, count = legal_from_obs(o)
-        actions, logprob, entropy = sampler.sample(policy, out, ent, legal, count, uniforms=uniforms)
-        return actions, logprob, entropy, policy.legal_logits(out, ent, legal)
+        legal, count, effects = *legal_from_obs(o), effects_from_obs(o)
+        actions, logprob, entropy = sampler.sample(policy, out, ent, legal, count, uniforms=uniforms, effects=effects)
+        return actions, logprob, entropy, policy.legal_logits(out, ent, legal, effects)
 
     state = (torch.randn(len(o), 16), torch.randn(len(o), 16))
     compiled = torch.compile(fn, mode="default", fullgraph=True)

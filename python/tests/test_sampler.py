@@ -7,7 +7,7 @@ import torch
 
 from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
-from tcgleague.layout import legal_from_obs
+from tcgleague.layout import effects_from_obs, legal_from_obs
 from tcgleague.policy import PolicyConfig, TCGSampler, build_policy
 from tcgleague.policy.tcg_sampler import UNIFORM_WIDTH
 
@@ -73,16 +73,24 @@ def assert_legal(actions, legal, count):
 SCORED_HEADS = {  # the last layer of each logit, by how the policy scores an action
     "staged": ("type_head", "qa", "qb", "c_head"),
     "legal_list": ("ls_type", "ls_qa", "ls_qb", "ls_c", "ls_gate"),
+    "legal_effects": ("ls_type", "ls_qa", "ls_qb", "ls_c", "ls_gate", "ls_qfx"),
 }
 
 
 def real_decisions(scoring: str):
     """Real observations from random legal play, a random policy (autoregressive stages, or one
-    stage over the legal list), and its (out, ent)."""
+    stage over the legal list, with or without what each action does), and its (out, ent)."""
     env = TCGEnv(num_games=32, seed=3)
     obs, _ = env.reset()
-    scorer_dim = 16 if scoring == "legal_list" else 0
-    config = PolicyConfig(n_cards=env.pool.n_cards, entity_dim=32, hidden_size=64, legal_scorer_dim=scorer_dim)
+    scorer_dim = 0 if scoring == "staged" else 16
+    effect_dim = 8 if scoring == "legal_effects" else 0
+    config = PolicyConfig(
+        n_cards=env.pool.n_cards,
+        entity_dim=32,
+        hidden_size=64,
+        legal_scorer_dim=scorer_dim,
+        legal_effect_dim=effect_dim,
+    )
     policy = build_policy(config, seed=0)
     # sharper random logits so the heads have strong (arbitrary) preferences, illegal values included
     with torch.no_grad():
@@ -99,13 +107,14 @@ def real_decisions(scoring: str):
             legal, count = legal_from_obs(o)
             mask = torch.from_numpy(env.masks.copy())
             count = torch.where(mask, count, torch.zeros_like(count))  # inactive rows are padding
+            effects = effects_from_obs(o)
             if step % 3 == 0:
-                collected.append((out, ent, legal, count))
-            actions, _, _ = sampler.sample(policy, out, ent, legal, count)
+                collected.append((out, ent, legal, count, effects))
+            actions, _, _ = sampler.sample(policy, out, ent, legal, count, effects=effects)
             assert_legal(actions, legal, count)
             obs, *_ = env.step(actions.numpy())
-    out, ent, legal, count = (torch.cat(x) for x in zip(*collected))
-    return policy, out, ent, legal, count
+    out, ent, legal, count, effects = (torch.cat(x) for x in zip(*collected))
+    return policy, out, ent, legal, count, effects
 
 
 @pytest.fixture(scope="module", params=sorted(SCORED_HEADS))
@@ -115,7 +124,7 @@ def real(request):
 
 # --------------------------------------------------------------------------- legality
 def test_real_observations_never_illegal(real):
-    policy, out, ent, legal, count = real
+    policy, out, ent, legal, count, effects = real
     assert (count > 0).sum() > 100 and (count > 10).any()
     sampler = TCGSampler()
     g = torch.Generator().manual_seed(1)
@@ -123,11 +132,11 @@ def test_real_observations_never_illegal(real):
         for temps in [(1.0, 1.0, 0.0), (0.1, 5.0, 0.3), (3.0, 0.05, 0.9)]:
             sampler.set_sampling_params(*temps)
             for _ in range(4):
-                actions, lp, ent_ = sampler.sample(policy, out, ent, legal, count, generator=g)
+                actions, lp, ent_ = sampler.sample(policy, out, ent, legal, count, effects=effects, generator=g)
                 assert_legal(actions, legal, count)
                 assert torch.isfinite(lp).all() and torch.isfinite(ent_).all()
                 assert (lp[count > 0] < 1e-5).all()
-            actions, _, _ = sampler.sample(policy, out, ent, legal, count, argmax=True)
+            actions, _, _ = sampler.sample(policy, out, ent, legal, count, effects=effects, argmax=True)
             assert_legal(actions, legal, count)
 
 
@@ -286,7 +295,7 @@ def test_probabilities_sum_to_one_over_legal_tuples():
 
 # --------------------------------------------------------------------------- consistency with PPO
 def test_sample_logprob_equals_log_prob_entropy_real(real):
-    policy, out, ent, legal, count = real
+    policy, out, ent, legal, count, effects = real
     B = out.shape[0]
     sampler = TCGSampler(1.2, 0.8, 0.1)
     g = torch.Generator().manual_seed(5)
@@ -295,9 +304,9 @@ def test_sample_logprob_equals_log_prob_entropy_real(real):
     )  # per-row params, as stored per step
     with torch.no_grad():
         for p in (None, sampler.params_tensor(), params):
-            actions, lp, e = sampler.sample(policy, out, ent, legal, count, params=p, generator=g)
+            actions, lp, e = sampler.sample(policy, out, ent, legal, count, effects=effects, params=p, generator=g)
             lp2, e2 = sampler.log_prob_entropy(
-                policy, out, ent, legal, count, actions, sampler.params_tensor() if p is None else p
+                policy, out, ent, legal, count, actions, sampler.params_tensor() if p is None else p, effects=effects
             )
             assert torch.equal(lp, lp2) and torch.equal(e, e2)
             assert torch.equal(torch.exp(lp2 - lp), torch.ones_like(lp))  # PPO ratio exactly 1
@@ -308,12 +317,13 @@ def test_sample_logprob_equals_log_prob_entropy_real(real):
         ent[:40].reshape(4, 10, *ent.shape[1:]),
         legal[:40].reshape(4, 10, L, 4),
         count[:40].reshape(4, 10),
+        effects=effects[:40].reshape(4, 10, *effects.shape[1:]),
     )
     assert a2.shape == (4, 10, 4) and lp2d.shape == (4, 10)
 
 
 def test_log_prob_entropy_grad_finite_with_padding(real):
-    policy, out, ent, legal, count = real
+    policy, out, ent, legal, count, effects = real
     assert (count == 0).any()
     out = out.detach().requires_grad_(True)
     ent = ent.detach().requires_grad_(True)
@@ -321,8 +331,8 @@ def test_log_prob_entropy_grad_finite_with_padding(real):
     for eps in (0.0, 0.2):
         params = torch.tensor([1.0, 1.0, eps])
         with torch.no_grad():
-            actions, _, _ = sampler.sample(policy, out, ent, legal, count, params=params)
-        lp, e = sampler.log_prob_entropy(policy, out, ent, legal, count, actions, params)
+            actions, _, _ = sampler.sample(policy, out, ent, legal, count, effects=effects, params=params)
+        lp, e = sampler.log_prob_entropy(policy, out, ent, legal, count, actions, params, effects=effects)
         (lp.sum() + e.sum()).backward()
         assert torch.isfinite(out.grad).all() and torch.isfinite(ent.grad).all()
         assert all(torch.isfinite(p.grad).all() for p in policy.parameters() if p.grad is not None)
@@ -437,8 +447,8 @@ def test_sampler_traces_as_one_graph_and_params_do_not_recompile(real):
     """fullgraph tracing (no host syncs or graph breaks); changing the sampling parameters,
     passed explicitly or held by the sampler, never retraces. backend="eager" keeps this fast;
     test_policy checks inductor numerics."""
-    policy, out, ent, legal, count = real
-    out, ent, legal, count = out[:32], ent[:32], legal[:32], count[:32]
+    policy, out, ent, legal, count, effects = real
+    out, ent, legal, count, effects = out[:32], ent[:32], legal[:32], count[:32], effects[:32]
     sampler = TCGSampler()
     graphs = []
 
@@ -447,13 +457,13 @@ def test_sampler_traces_as_one_graph_and_params_do_not_recompile(real):
         return gm.forward
 
     def rollout(out, ent, legal, count, params):
-        return sampler.sample(policy, out, ent, legal, count, params=params)
+        return sampler.sample(policy, out, ent, legal, count, effects=effects, params=params)
 
     def ppo(out, ent, legal, count, actions, params):
-        return sampler.log_prob_entropy(policy, out, ent, legal, count, actions, params)
+        return sampler.log_prob_entropy(policy, out, ent, legal, count, actions, params, effects=effects)
 
     def default_params(out, ent, legal, count):
-        return sampler.sample(policy, out, ent, legal, count, argmax=True)
+        return sampler.sample(policy, out, ent, legal, count, effects=effects, argmax=True)
 
     torch._dynamo.reset()
     c_roll = torch.compile(rollout, backend=backend, fullgraph=True)
@@ -463,7 +473,7 @@ def test_sampler_traces_as_one_graph_and_params_do_not_recompile(real):
         actions, _, _ = c_roll(out, ent, legal, count, sampler.params_tensor())
         assert_legal(actions, legal, count)
         c_ppo(out, ent, legal, count, actions, sampler.params_tensor())
-        g0, want0 = c_default(out, ent, legal, count), sampler.greedy(policy, out, ent, legal, count)
+        g0, want0 = c_default(out, ent, legal, count), sampler.greedy(policy, out, ent, legal, count, effects=effects)
         torch.testing.assert_close(g0[0], want0[0])
         n = len(graphs)
         assert n == 3
@@ -471,10 +481,12 @@ def test_sampler_traces_as_one_graph_and_params_do_not_recompile(real):
         actions, lp, _ = c_roll(out, ent, legal, count, sampler.params_tensor())
         lp2, _ = c_ppo(out, ent, legal, count, actions, sampler.params_tensor())
         torch.testing.assert_close(lp, lp2)
-        want = sampler.log_prob_entropy(policy, out, ent, legal, count, actions, sampler.params_tensor())[0]
+        want = sampler.log_prob_entropy(
+            policy, out, ent, legal, count, actions, sampler.params_tensor(), effects=effects
+        )[0]
         torch.testing.assert_close(lp, want)  # the compiled graph used the new values
         got = c_default(out, ent, legal, count)
-        torch.testing.assert_close(got[1], sampler.greedy(policy, out, ent, legal, count)[1])
+        torch.testing.assert_close(got[1], sampler.greedy(policy, out, ent, legal, count, effects=effects)[1])
         assert not torch.allclose(got[1], g0[1])
         assert len(graphs) == n, "changing sampling parameters recompiled"
     torch._dynamo.reset()
@@ -484,15 +496,15 @@ def test_sampler_traces_as_one_graph_and_params_do_not_recompile(real):
 @pytest.fixture(scope="module")
 def scorer_rows():
     """Real decisions of a legal-list policy, and the rows with more than two distinct legal tuples."""
-    policy, out, ent, legal, count = real_decisions("legal_list")
+    policy, out, ent, legal, count, effects = real_decisions("legal_effects")
     rows = [
         r for r in torch.nonzero(count > 1).flatten().tolist() if len(torch.unique(legal[r, : count[r]], dim=0)) > 2
     ]
     assert len(rows) > 20
-    return policy, out, ent, legal, count, rows
+    return policy, out, ent, legal, count, effects, rows
 
 
-def tuple_logp(sampler, policy, out, ent, legal, count, r, tuples):
+def tuple_logp(sampler, policy, out, ent, legal, count, effects, r, tuples):
     m = len(tuples)
     with torch.no_grad():
         return sampler.log_prob_entropy(
@@ -502,15 +514,16 @@ def tuple_logp(sampler, policy, out, ent, legal, count, r, tuples):
             legal[r].expand(m, -1, -1),
             count[r].expand(m),
             tuples,
+            effects=effects[r].expand(m, -1, -1),
         )
 
 
 def test_legal_list_probabilities_sum_to_one_and_match_sampling(scorer_rows):
-    policy, out, ent, legal, count, rows = scorer_rows
+    policy, out, ent, legal, count, effects, rows = scorer_rows
     sampler = TCGSampler(1.0, 1.0, 0.1)
     for r in rows[:10]:
         tuples = torch.unique(legal[r, : count[r]], dim=0)
-        lp, e = tuple_logp(sampler, policy, out, ent, legal, count, r, tuples)
+        lp, e = tuple_logp(sampler, policy, out, ent, legal, count, effects, r, tuples)
         assert abs(float(lp.exp().sum()) - 1.0) < 1e-4
         assert torch.allclose(e, e[:1].expand_as(e)) and float(e[0]) > 0  # the whole distribution's entropy
     r, n = rows[0], 20000
@@ -522,9 +535,10 @@ def test_legal_list_probabilities_sum_to_one_and_match_sampling(scorer_rows):
             legal[r].expand(n, -1, -1),
             count[r].expand(n),
             generator=torch.Generator().manual_seed(0),
+            effects=effects[r].expand(n, -1, -1),
         )
     tuples = torch.unique(legal[r, : count[r]], dim=0)
-    prob = tuple_logp(sampler, policy, out, ent, legal, count, r, tuples)[0].exp()
+    prob = tuple_logp(sampler, policy, out, ent, legal, count, effects, r, tuples)[0].exp()
     freq = torch.stack([(actions == t).all(-1).float().mean() for t in tuples])
     assert ((freq - prob).abs() < 5 * (prob * (1 - prob) / n).sqrt() + 1e-3).all()
 
@@ -532,35 +546,39 @@ def test_legal_list_probabilities_sum_to_one_and_match_sampling(scorer_rows):
 def test_legal_list_temperature_smoothing_and_argmax(scorer_rows):
     """primary_temperature sharpens the one stage, smoothing_eps mixes toward uniform over the
     legal tuples, subaction_temperature has nothing to act on; argmax takes the likeliest tuple."""
-    policy, out, ent, legal, count, rows = scorer_rows
+    policy, out, ent, legal, count, effects, rows = scorer_rows
     r = next(r for r in rows if len(torch.unique(legal[r, : count[r]], dim=0)) == count[r])  # no tuple listed twice
     tuples = torch.unique(legal[r, : count[r]], dim=0)
-    base = tuple_logp(TCGSampler(1.0, 1.0, 0.0), policy, out, ent, legal, count, r, tuples)[0]
-    assert torch.equal(base, tuple_logp(TCGSampler(1.0, 3.0, 0.0), policy, out, ent, legal, count, r, tuples)[0])
-    sharp = tuple_logp(TCGSampler(0.5, 1.0, 0.0), policy, out, ent, legal, count, r, tuples)[0]
+    base = tuple_logp(TCGSampler(1.0, 1.0, 0.0), policy, out, ent, legal, count, effects, r, tuples)[0]
+    assert torch.equal(
+        base, tuple_logp(TCGSampler(1.0, 3.0, 0.0), policy, out, ent, legal, count, effects, r, tuples)[0]
+    )
+    sharp = tuple_logp(TCGSampler(0.5, 1.0, 0.0), policy, out, ent, legal, count, effects, r, tuples)[0]
     torch.testing.assert_close(sharp, torch.log_softmax(2 * base, 0), rtol=0, atol=1e-4)
-    mixed = tuple_logp(TCGSampler(1.0, 1.0, 0.5), policy, out, ent, legal, count, r, tuples)[0]
+    mixed = tuple_logp(TCGSampler(1.0, 1.0, 0.5), policy, out, ent, legal, count, effects, r, tuples)[0]
     uniform = torch.stack([(legal[r, : count[r]] == t).all(-1).float().mean() for t in tuples])
     torch.testing.assert_close(mixed.exp(), 0.5 * base.exp() + 0.5 * uniform, rtol=0, atol=1e-5)
     with torch.no_grad():
-        best, _, _ = TCGSampler().greedy(policy, out[r : r + 1], ent[r : r + 1], legal[r : r + 1], count[r : r + 1])
+        best, _, _ = TCGSampler().greedy(
+            policy, out[r : r + 1], ent[r : r + 1], legal[r : r + 1], count[r : r + 1], effects=effects[r : r + 1]
+        )
     assert torch.equal(best[0], tuples[base.argmax()])
 
 
 def test_legal_list_takes_one_uniform_per_decision(scorer_rows):
     """A rollout's draws (`uniforms`) decide the action alone: the same draws, the same actions;
     only the first draw of a decision is read."""
-    policy, out, ent, legal, count, _ = scorer_rows
+    policy, out, ent, legal, count, effects, _ = scorer_rows
     sampler = TCGSampler()
     u = torch.rand(len(out), 4, UNIFORM_WIDTH, generator=torch.Generator().manual_seed(4))
     other = torch.rand(u.shape, generator=torch.Generator().manual_seed(5))
     other[:, 0, 0] = u[:, 0, 0]
     with torch.no_grad():
-        first = sampler.sample(policy, out, ent, legal, count, uniforms=u)
-        again = sampler.sample(policy, out, ent, legal, count, uniforms=other)
+        first = sampler.sample(policy, out, ent, legal, count, effects=effects, uniforms=u)
+        again = sampler.sample(policy, out, ent, legal, count, effects=effects, uniforms=other)
         moved = u.clone()
         moved[:, 0, 0] = (u[:, 0, 0] + 0.5) % 1.0
-        shifted = sampler.sample(policy, out, ent, legal, count, uniforms=moved)
+        shifted = sampler.sample(policy, out, ent, legal, count, effects=effects, uniforms=moved)
     assert all(torch.equal(a, b) for a, b in zip(first, again))
     assert not torch.equal(first[0], shifted[0])
     assert_legal(first[0], legal, count)

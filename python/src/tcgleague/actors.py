@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from .devices import mark_static
-from .layout import legal_from_obs
+from .layout import effects_from_obs, legal_from_obs
 from .policy.tcg_policy import TCGPolicy
 from .policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler, draw_uniforms
 from .recurrent import RowState
@@ -62,7 +62,15 @@ class PolicyStep(nn.Module):
         out, (h, c) = self.policy.step(x, (h, c))
         legal, count = legal_from_obs(obs)
         actions, logprob, entropy = self.sampler.sample(
-            self.policy, out, ent, legal, count, params=params, argmax=self.argmax, uniforms=uniforms
+            self.policy,
+            out,
+            ent,
+            legal,
+            count,
+            params=params,
+            argmax=self.argmax,
+            uniforms=uniforms,
+            effects=effects_from_obs(obs),
         )
         return actions, logprob, entropy, self.policy.value(out), h, c
 
@@ -171,6 +179,7 @@ class PolicyActor:
             count[pair_row],
             legal[pair_row, pair_index],
             self.default_params,
+            effects_from_obs(obs)[pair_row],
         )
         table = torch.full(legal.shape[:2], -torch.inf, device=obs.device)
         table[pair_row, pair_index] = logprob

@@ -47,6 +47,7 @@ def policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
         hidden_size=p.hidden_size,
         entity_attention_layers=p.entity_attention_layers,
         legal_scorer_dim=p.legal_scorer_dim,
+        legal_effect_dim=p.legal_effect_dim,
     )
 
 

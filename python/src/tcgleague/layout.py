@@ -17,6 +17,8 @@ ACTION_WIDTH: int = LAYOUT["action_width"]  # (type, a, b, c)
 MAX_LEGAL: int = LAYOUT["max_legal"]
 LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_count_offset"])  # the legal tuples, flattened
 COUNT: int = LAYOUT["legal_count_offset"]  # how many of those tuples are valid
+N_EFFECTS: int = len(LAYOUT["effect_features"])
+EFFECTS = slice(LAYOUT["effects_offset"], LAYOUT["effects_offset"] + MAX_LEGAL * N_EFFECTS)  # what each tuple does
 PASS: int = LAYOUT["action_types"]["pass"]  # the action type that ends a turn / declines a response
 DRAW = 2  # an episode record's `winner` when nobody won (the engine's code)
 DEFAULT_TURN_CAP: int = LAYOUT["default_turn_cap"]
@@ -27,6 +29,11 @@ def legal_from_obs(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(legal [..., MAX_LEGAL, 4] long, count [...] long) of observations [..., OBS_SIZE]."""
     legal = obs[..., LEGAL].reshape(*obs.shape[:-1], MAX_LEGAL, ACTION_WIDTH).long()
     return legal, obs[..., COUNT].long()
+
+
+def effects_from_obs(obs: torch.Tensor) -> torch.Tensor:
+    """What each legal tuple does at once (the engine's `action_effects`): [..., MAX_LEGAL, N_EFFECTS]."""
+    return obs[..., EFFECTS].reshape(*obs.shape[:-1], MAX_LEGAL, N_EFFECTS)
 
 
 def legal_actions(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,6 +1,6 @@
 """peer: our trainer against what a user would pick instead, side by side in one run.
 
-Each trainer trains a policy of about our size (382k parameters; 342k with the staged heads) for
+Each trainer trains a policy of about our size (398k parameters; 342k with the staged heads) for
 --steps agent decisions, taking --snapshots snapshots on the way, and every snapshot that is
 reported plays --episodes duplicate games against the greedy bot through the same runner, seed
 and deals:

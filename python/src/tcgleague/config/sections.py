@@ -55,6 +55,7 @@ class PolicySection:
     hidden_size: int = 128
     entity_attention_layers: int = 0
     legal_scorer_dim: int = 32
+    legal_effect_dim: int = 16
     primary_temperature: float = 1.0
     subaction_temperature_initial: float = 1.0
     subaction_temperature_final: float = 1.0

@@ -139,6 +139,12 @@ def validate(cfg: Config) -> None:
         "legal_scorer_dim",
         f"must be in [0, {MAX_WIDTH}] (0 = the autoregressive heads; e.g. 64)",
     )
+    check(
+        0 <= p.legal_effect_dim <= MAX_WIDTH,
+        "policy",
+        "legal_effect_dim",
+        f"must be in [0, {MAX_WIDTH}] (0 = the legal scorer ignores what each action does; e.g. 16)",
+    )
     for key in ("primary_temperature", "subaction_temperature_initial", "subaction_temperature_final"):
         check(getattr(p, key) > 0, "policy", key, "temperatures must be > 0 (e.g. 1.0)")
     for key in ("smoothing_eps_initial", "smoothing_eps_final"):

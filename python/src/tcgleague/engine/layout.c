@@ -48,6 +48,8 @@ PyObject *py_layout(PyObject *self, PyObject *args) {
         "kw_charge", "kw_guardian", "kw_stealth", "kw_lifesteal", "kw_venom", "kw_shield", "kw_ranged",
         "kw_frenzy", "exhausted", "frozen", "sick", "shield", "silenced", "weapon_attack",
         "weapon_durability", "temp_attack", "can_act"};
+    static const char *EFFECTS[] = {"my_leader_health", "opp_leader_health", "my_board_attack", "my_board_health",
+        "my_units", "opp_board_attack", "opp_board_health", "opp_units", "my_hand", "win", "loss"};
     static const char *ACTIONS[] = {"pass", "mulligan", "play", "attack", "activate", "target", "block", "spark"};
     static const char *KEYWORDS[] = {"charge", "guardian", "stealth", "lifesteal", "venom", "shield", "ranged", "frenzy"};
     static const char *TRIGGERS[] = {"none", "on_play", "on_attack", "on_death", "start_of_turn", "end_of_turn",
@@ -65,6 +67,7 @@ PyObject *py_layout(PyObject *self, PyObject *args) {
         NULL};  /* NULL-terminated: names_list() walks to the terminator */
     _Static_assert(sizeof(GLOBAL) / sizeof(*GLOBAL) == GLOBAL_SIZE, "global names");
     _Static_assert(sizeof(ENTITY) / sizeof(*ENTITY) == ENTITY_WIDTH, "entity names");
+    _Static_assert(sizeof(EFFECTS) / sizeof(*EFFECTS) == N_EFFECTS, "effect names");
     _Static_assert(sizeof(ACTIONS) / sizeof(*ACTIONS) == N_ACTION_TYPES, "action names");
     _Static_assert(sizeof(KEYWORDS) / sizeof(*KEYWORDS) == N_KEYWORDS, "keyword names");
     _Static_assert(sizeof(TRIGGERS) / sizeof(*TRIGGERS) == N_TRIGGERS, "trigger names");
@@ -98,6 +101,8 @@ PyObject *py_layout(PyObject *self, PyObject *args) {
     rc |= put_int(d, "max_legal", MAX_LEGAL);
     rc |= put_int(d, "action_width", ACTION_WIDTH);
     rc |= put_int(d, "legal_count_offset", OBS_LEGAL_COUNT_OFFSET);
+    rc |= put_int(d, "effects_offset", OBS_EFFECTS_OFFSET);
+    rc |= put_obj(d, "effect_features", names_dict(EFFECTS, N_EFFECTS));
     rc |= put_int(d, "n_action_types", N_ACTION_TYPES);
     rc |= put_int(d, "n_a", N_A);
     rc |= put_int(d, "n_b", N_B);

@@ -1,4 +1,5 @@
-/* Decision-time lookahead for a learned policy (python: lookahead.LookaheadActor).
+/* Decision-time lookahead for a learned policy (python: lookahead.LookaheadActor), and the
+ * observation's effects of each legal action (action_effects, at the end).
  *
  * Each legal action of a game's decider is applied to a copy of the game in which what the
  * decider cannot see is re-drawn from `salt`: its own deck is reshuffled, the opponent's hand is
@@ -60,11 +61,17 @@ static int next_own_turn(const Game *g, const Game *sim, int me) {
     return sim->decider == me && sim->active == me && sim->turn != g->turn;
 }
 
-static int look_one(const Env *env, const Game *g, int i, uint64_t salt, float *obs) {
-    int me = g->decider;
+/* g as its decider could imagine it: the hidden cards and the rng drawn again from `salt`. */
+static Game public_copy(const Game *g, uint64_t salt) {
     Game sim = *g;
     sim.rng = mix64(salt + 0x9E3779B97F4A7C15ull);
-    redeal_hidden(&sim, me);
+    redeal_hidden(&sim, g->decider);
+    return sim;
+}
+
+static int look_one(const Env *env, const Game *g, int i, uint64_t salt, float *obs) {
+    int me = g->decider;
+    Game sim = public_copy(g, salt);
     game_apply(env, &sim, i);
     for (int k = 0; k < LOOK_MOVES && sim.result == RESULT_NONE && !next_own_turn(g, &sim, me); k++)
         game_apply(env, &sim, greedy_choice(env, &sim));
@@ -80,4 +87,48 @@ static int look_one(const Env *env, const Game *g, int i, uint64_t salt, float *
 int lookahead_game(const Env *env, const Game *g, uint64_t salt, float *obs, int8_t *status) {
     for (int i = 0; i < g->n_legal; i++) status[i] = (int8_t)look_one(env, g, i, salt, obs + (size_t)i * OBS_SIZE);
     return g->n_legal;
+}
+
+/* Board attack, board health and unit count of a seat (the leader apart). */
+static void board_totals(const Game *g, int seat, float *attack, float *health, float *units) {
+    *attack = *health = *units = 0.0f;
+    for (int s = 0; s < BOARD_SLOTS; s++) {
+        const Unit *u = &g->players[seat].units[s];
+        if (!u->card) continue;
+        *attack += (float)unit_attack_value(u);
+        *health += (float)u->health;
+        *units += 1.0f;
+    }
+}
+
+static void describe(const Game *g, int me, float *f) {
+    const Player *mine = &g->players[me], *theirs = &g->players[1 - me];
+    f[FX_MY_LEADER_HEALTH] = mine->units[LEADER_SLOT].health;
+    f[FX_OPP_LEADER_HEALTH] = theirs->units[LEADER_SLOT].health;
+    board_totals(g, me, &f[FX_MY_BOARD_ATTACK], &f[FX_MY_BOARD_HEALTH], &f[FX_MY_UNITS]);
+    board_totals(g, 1 - me, &f[FX_OPP_BOARD_ATTACK], &f[FX_OPP_BOARD_HEALTH], &f[FX_OPP_UNITS]);
+    f[FX_MY_HAND] = mine->hand_count;
+    f[FX_WIN] = g->result == me;
+    f[FX_LOSS] = g->result == 1 - me;
+}
+
+/* The effects feature of the legal list: each action is applied to a public copy of the game
+ * and an opponent's response window it opens is passed (legal[0] is always PASS there), so an
+ * attack is seen landing; the rest of the turn is not played. The copy's hidden cards and rng
+ * are drawn from the turn and seat alone, never from the game's own rng, so the observation
+ * stays a function of what the decider sees: the consequences of its own move. */
+void action_effects(const Env *env, const Game *g, float *effects) {
+    int me = g->decider;
+    float before[N_EFFECTS];
+    describe(g, me, before);
+    Game base = public_copy(g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me));
+    for (int i = 0; i < g->n_legal; i++) {
+        Game sim = base;
+        game_apply(env, &sim, i);
+        for (int k = 0; k < LOOK_MOVES && sim.result == RESULT_NONE && sim.decider != me && sim.phase == PH_RESPONSE; k++)
+            game_apply(env, &sim, 0);
+        float *f = effects + (size_t)i * N_EFFECTS;
+        describe(&sim, me, f);
+        for (int k = 0; k < N_EFFECTS; k++) f[k] -= before[k];
+    }
 }

@@ -92,4 +92,7 @@ void write_observation(const Env *env, const Game *cg, int viewer, float *obs) {
     }
     if (stale > n) memset(legal + n * ACTION_WIDTH, 0, sizeof(float) * ACTION_WIDTH * (size_t)(stale - n));
     obs[OBS_LEGAL_COUNT_OFFSET] = (float)n;
+    float *effects = obs + OBS_EFFECTS_OFFSET;
+    if (n) action_effects(env, g, effects);
+    if (stale > n) memset(effects + n * N_EFFECTS, 0, sizeof(float) * N_EFFECTS * (size_t)(stale - n));
 }

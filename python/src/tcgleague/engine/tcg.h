@@ -95,8 +95,13 @@ enum { EF_PRESENT, EF_CARD, EF_TYPE, EF_COST, EF_ATTACK, EF_HEALTH, EF_MAX_HEALT
 #define OBS_GLOBAL_OFFSET 0
 #define OBS_ENTITY_OFFSET (OBS_GLOBAL_OFFSET + GLOBAL_SIZE)
 #define OBS_LEGAL_OFFSET (OBS_ENTITY_OFFSET + N_ENTITIES * ENTITY_WIDTH)
+/* What each legal action does at once (lookahead.c: action_effects), as changes seen by the
+ * decider: leader healths, each side's board attack, health and unit count, its hand, the game's end. */
+enum { FX_MY_LEADER_HEALTH, FX_OPP_LEADER_HEALTH, FX_MY_BOARD_ATTACK, FX_MY_BOARD_HEALTH, FX_MY_UNITS,
+       FX_OPP_BOARD_ATTACK, FX_OPP_BOARD_HEALTH, FX_OPP_UNITS, FX_MY_HAND, FX_WIN, FX_LOSS, N_EFFECTS };
 #define OBS_LEGAL_COUNT_OFFSET (OBS_LEGAL_OFFSET + MAX_LEGAL * ACTION_WIDTH)
-#define OBS_SIZE (OBS_LEGAL_COUNT_OFFSET + 1)
+#define OBS_EFFECTS_OFFSET (OBS_LEGAL_COUNT_OFFSET + 1)
+#define OBS_SIZE (OBS_EFFECTS_OFFSET + MAX_LEGAL * N_EFFECTS)
 
 /* ---- Game state ------------------------------------------------------------------------ */
 typedef struct {
@@ -188,6 +193,8 @@ int greedy_choice(const Env *env, const Game *g);
  * LOOK_WAIT: the decider's next turn not reached within the moves played out */
 enum { LOOK_DECIDE, LOOK_WIN, LOOK_LOSS, LOOK_DRAW, LOOK_WAIT, N_LOOK };
 int lookahead_game(const Env *env, const Game *g, uint64_t salt, float *obs, int8_t *status);
+/* lookahead.c: the N_EFFECTS changes each legal action of g's decider makes at once, [n_legal][N_EFFECTS] */
+void action_effects(const Env *env, const Game *g, float *effects);
 /* position.c: a flat int32 view of one game, for hand-built test positions */
 int position_size(void);
 void position_export(const Game *g, int32_t *out);

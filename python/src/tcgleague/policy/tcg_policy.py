@@ -13,8 +13,9 @@ NONE row at index `none_entity`):
     a_logits(out, ent, type)              -> [..., n_a]      (pointer over entity rows)
     b_logits(out, ent, type, a)           -> [..., n_b]      (pointer, conditioned on ent[a])
     c_logits(out, ent, type, a, b)        -> [..., n_c]      (board-slot bins)
-    legal_logits(out [B, H], ent, legal [B, L, 4]) -> [B, L]  (one logit per legal tuple: with
-                                                  legal_scorer_dim > 0, instead of the four above)
+    legal_logits(out [B, H], ent, legal [B, L, 4], effects [B, L, K]) -> [B, L]  (one logit per
+                                                  legal tuple: with legal_scorer_dim > 0, instead
+                                                  of the four above)
 """
 
 from __future__ import annotations
@@ -76,6 +77,12 @@ GLOBAL_SCALES = {
     "opp_leader_ability_used": 1.0,
     "turns_left": 1 / 60,
 }
+# Scales of the action effects, in the engine's order (health and attack changes are small
+# integers; unit, hand and win/loss changes are counts and flags).
+_EFFECT_SCALE_BY_NAME = {"my_units": 0.5, "opp_units": 0.5, "my_hand": 0.5, "win": 1.0, "loss": 1.0}
+EFFECT_SCALES = [
+    _EFFECT_SCALE_BY_NAME.get(n, 0.1) for n, _ in sorted(LAYOUT["effect_features"].items(), key=lambda kv: kv[1])
+]
 # Categorical entity / global features, embedded rather than scaled.
 ENTITY_CATEGORICAL = ("card", "type")
 GLOBAL_CATEGORICAL = (
@@ -88,7 +95,11 @@ GLOBAL_CATEGORICAL = (
 )
 
 
-OPTIONAL_WIDTHS = ("entity_attention_layers", "legal_scorer_dim")  # PolicyConfig fields where 0 means "off"
+OPTIONAL_WIDTHS = (
+    "entity_attention_layers",
+    "legal_scorer_dim",
+    "legal_effect_dim",
+)  # PolicyConfig fields where 0 means "off"
 
 
 @dataclass
@@ -102,6 +113,7 @@ class PolicyConfig:
     n_decks: int = 32  # deck-id embedding rows (ids are clamped into range)
     entity_attention_layers: int = 0  # transformer layers over the entity rows (0 = none)
     legal_scorer_dim: int = 0  # > 0: score each legal action whole, factors this wide (0 = staged heads)
+    legal_effect_dim: int = 0  # > 0 (with the scorer): also score what each action does, a layer this wide
 
     def __post_init__(self):
         for f in fields(self):
@@ -238,6 +250,7 @@ class TCGPolicy(nn.Module):
         self.value_head = nn.Sequential(nn.Linear(H, D), nn.ReLU(), nn.Linear(D, 1))
         T = self.n_action_types
         self.scores_legal_list = config.legal_scorer_dim > 0
+        self.scores_effects = self.scores_legal_list and config.legal_effect_dim > 0
         if self.scores_legal_list:
             # One logit per legal tuple, a sum of small tables scored once per decision (so the
             # cost does not grow with the list): the type, (type, source), (type, target),
@@ -252,6 +265,15 @@ class TCGPolicy(nn.Module):
             self.ls_gate = nn.Linear(H, S)
             self.ls_src, self.ls_tgt = nn.Linear(D, S, bias=False), nn.Linear(D, S, bias=False)
             near_uniform = (self.ls_type, self.ls_qa, self.ls_qb, self.ls_c, self.ls_gate, self.value_head[-1])
+            # What an action does at once (the engine applies it to a public copy of the game):
+            # "this attack kills their unit and loses mine" as a feature instead of a threshold
+            # the factor tables would have to learn from attack and health values.
+            if self.scores_effects:
+                X = config.legal_effect_dim
+                self.register_buffer("effect_scale", torch.tensor(EFFECT_SCALES), persistent=False)
+                self.ls_fx = nn.Sequential(nn.Linear(len(EFFECT_SCALES), X), nn.ReLU())
+                self.ls_qfx = nn.Linear(H, T * X)
+                near_uniform += (self.ls_qfx,)
         else:
             self.type_head = nn.Linear(H, T)
             self.qa_out, self.qa_type = nn.Linear(H, D), nn.Embedding(T, D)
@@ -356,8 +378,11 @@ class TCGPolicy(nn.Module):
         z = F.relu(self.qc_out(out) + self.qc_type(type_) + self.qc_a(ea) + self.qc_b(eb))
         return self.c_head(z)
 
-    def legal_logits(self, out: torch.Tensor, ent: torch.Tensor, legal: torch.Tensor) -> torch.Tensor:
-        """out [B, H], ent [B, N, D], legal [B, L, 4] long -> one logit per legal tuple [B, L]."""
+    def legal_logits(
+        self, out: torch.Tensor, ent: torch.Tensor, legal: torch.Tensor, effects: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """out [B, H], ent [B, N, D], legal [B, L, 4] long, effects [B, L, K] (what each tuple
+        does; read when legal_effect_dim > 0) -> one logit per legal tuple [B, L]."""
         B, N, T, C = out.shape[0], ent.shape[-2], self.n_action_types, self.n_c
         S = self.config.legal_scorer_dim
         scale = 1.0 / math.sqrt(S)
@@ -366,13 +391,21 @@ class TCGPolicy(nn.Module):
         pair = (self.ls_src(ent) * self.ls_gate(out).unsqueeze(1)) @ self.ls_tgt(ent).transpose(1, 2)  # [B, N, N]
         t = legal[..., 0].clamp(0, T - 1)
         a, b, c = legal[..., 1].clamp(0, N - 1), legal[..., 2].clamp(0, N - 1), legal[..., 3].clamp(0, C - 1)
-        return (
+        logits = (
             self.ls_type(out).gather(1, t)
             + scale * by_source.reshape(B, T * N).gather(1, t * N + a)
             + scale * by_target.reshape(B, T * N).gather(1, t * N + b)
             + self.ls_c(out).gather(1, t * C + c)
             + scale * pair.reshape(B, N * N).gather(1, a * N + b)
         )
+        if not self.scores_effects:
+            return logits
+        if effects is None:
+            raise ValueError("this policy scores what each action does: pass effects (layout.effects_from_obs)")
+        X = self.config.legal_effect_dim
+        what = self.ls_fx(effects.to(out.dtype) * self.effect_scale)  # [B, L, X]
+        query = self.ls_qfx(out).reshape(B, T, X).gather(1, t[..., None].expand(-1, -1, X))  # [B, L, X]
+        return logits + (query * what).sum(-1) / math.sqrt(X)
 
 
 # ---- building and loading --------------------------------------------------------------------

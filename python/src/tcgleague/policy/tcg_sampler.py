@@ -134,27 +134,43 @@ class TCGSampler:
         return self._params.clone() if device is None else self._params.to(device, copy=True)
 
     # ------------------------------------------------------------------ sampling
-    def sample(self, policy, out, ent, legal, count, params=None, generator=None, argmax: bool = False, uniforms=None):
+    def sample(
+        self,
+        policy,
+        out,
+        ent,
+        legal,
+        count,
+        params=None,
+        generator=None,
+        argmax: bool = False,
+        uniforms=None,
+        effects=None,
+    ):
         """-> (actions [..., 4] long, logprob [...], entropy [...]). Call under torch.no_grad() in rollouts.
         `uniforms` [..., 4, U] (U >= every stage's size), when given, are the U(0, 1) draws of
-        the four stages (no RNG inside: the frozen opponents' vmapped forward passes them)."""
-        return self._run(policy, out, ent, legal, count, params, None, generator, argmax, uniforms)
+        the four stages (no RNG inside: the frozen opponents' vmapped forward passes them).
+        `effects` [..., L, K]: what each legal tuple does (`layout.effects_from_obs`), read by a
+        policy that scores them."""
+        return self._run(policy, out, ent, legal, count, params, None, generator, argmax, uniforms, effects)
 
-    def greedy(self, policy, out, ent, legal, count, params=None):
+    def greedy(self, policy, out, ent, legal, count, params=None, effects=None):
         """Argmax at every stage (evaluation)."""
-        return self._run(policy, out, ent, legal, count, params, None, None, True)
+        return self._run(policy, out, ent, legal, count, params, None, None, True, None, effects)
 
-    def log_prob_entropy(self, policy, out, ent, legal, count, actions, params=None):
+    def log_prob_entropy(self, policy, out, ent, legal, count, actions, params=None, effects=None):
         """(logprob [...], entropy [...]) of the given actions [..., 4] under the same math as `sample`."""
-        _, logprob, entropy = self._run(policy, out, ent, legal, count, params, actions, None, False)
+        _, logprob, entropy = self._run(policy, out, ent, legal, count, params, actions, None, False, None, effects)
         return logprob, entropy
 
-    def _run(self, policy, out, ent, legal, count, params, actions, generator, argmax, uniforms=None):
+    def _run(self, policy, out, ent, legal, count, params, actions, generator, argmax, uniforms=None, effects=None):
         lead = out.shape[:-1]
         out = out.reshape(-1, out.shape[-1])
         B = out.shape[0]
         ent = ent.reshape(B, *ent.shape[-2:])
         legal = legal.reshape(B, *legal.shape[-2:]).long()
+        if effects is not None:
+            effects = effects.reshape(B, *effects.shape[-2:])
         count = count.reshape(B).long()
         if params is None:
             params = self._params
@@ -165,10 +181,14 @@ class TCGSampler:
             actions = actions.reshape(B, 4).long()
         row_ok = count > 0  # [B]
         listed = torch.arange(legal.shape[1], device=out.device)[None, :] < count[:, None]  # [B, L]
-        run = self._legal_list if getattr(policy, "scores_legal_list", False) else self._staged
-        acts, logprob, entropy = run(
-            policy, out, ent, legal, listed, row_ok, t_primary, t_sub, eps, actions, generator, argmax, uniforms
-        )
+        if getattr(policy, "scores_legal_list", False):
+            acts, logprob, entropy = self._legal_list(
+                policy, out, ent, legal, effects, listed, row_ok, t_primary, eps, actions, generator, argmax, uniforms
+            )
+        else:
+            acts, logprob, entropy = self._staged(
+                policy, out, ent, legal, listed, row_ok, t_primary, t_sub, eps, actions, generator, argmax, uniforms
+            )
         zero = torch.zeros_like(logprob)  # padded rows: action zeros, logprob and entropy 0
         acts = torch.where(row_ok[:, None], acts, torch.zeros_like(acts))
         logprob = torch.where(row_ok, logprob, zero)
@@ -216,13 +236,13 @@ class TCGSampler:
 
     @staticmethod
     def _legal_list(
-        policy, out, ent, legal, listed, row_ok, t_primary, t_sub, eps, actions, generator, argmax, uniforms
+        policy, out, ent, legal, effects, listed, row_ok, t_primary, eps, actions, generator, argmax, uniforms
     ):
         """One stage over the legal tuples; a sample is one inverse-CDF draw (the first of the
         decision's uniforms), so it needs no more draws than the staged path."""
         B = out.shape[0]
         mask = listed | ~row_ok[:, None]
-        logp = _stage_logp(policy.legal_logits(out, ent, legal), mask, t_primary, eps)
+        logp = _stage_logp(policy.legal_logits(out, ent, legal, effects), mask, t_primary, eps)
         if actions is None:
             if argmax:
                 index = torch.where(mask, logp, torch.full_like(logp, -math.inf)).argmax(-1)

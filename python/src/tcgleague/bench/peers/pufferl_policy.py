@@ -4,9 +4,10 @@ run only as a subprocess of `bench peer` (importing PuffeRL turns every RuntimeW
 error and makes Ctrl-C `os._exit`, process-wide). It trains on `VersusBot` (one seat against
 the greedy bot) vectorized by `pufferlib.vector.Serial`.
 
-- The policy (`PeerLSTM`): an MLP encoder (1121 -> 160 -> 128), an LSTM of 128 (our hidden
-  size) and linear actor / critic heads, about 349k parameters against our 382k (342k with the
-  staged heads). PuffeRL samples its logits unmasked, so the policy masks its own logits from the
+- The policy (`PeerLSTM`): an MLP encoder (observation -> 160 -> 128), an LSTM of 128 (our
+  hidden size) and linear actor / critic heads: 574k parameters on today's 2,529-float
+  observation against our 398k (349k on the 1,121 floats before the action effects, against our
+  342k with the staged heads, when the README's figures were measured). PuffeRL samples its logits unmasked, so the policy masks its own logits from the
   legal count in the observation (the count is part of the observation, as the legal list is for
   ours).
 - The config is PufferLib's default.ini for the algorithm (gamma, GAE lambda, V-trace clips,

@@ -1,6 +1,7 @@
 """sb3-contrib's MaskablePPO as a `bench peer` trainer: its own MLP actor-critic on `VersusBot`
 (one seat against the greedy bot), with the library's defaults except the network, sized like
-ours (pi and vf [128, 128], about 337k parameters against our 382k, 342k with the staged heads),
+ours (pi and vf [128, 128]: 697k parameters on today's observation against our 398k; 337k
+against our 342k before the action effects, when the README's figures were measured),
 and 8 envs in a DummyVecEnv (n_steps 256, so a 2,048-step rollout as with one env's defaults).
 
     python -m tcgleague.bench.peers.sb3_peer train --steps 500000 --out DIR
