@@ -77,12 +77,8 @@ GLOBAL_SCALES = {
     "opp_leader_ability_used": 1.0,
     "turns_left": 1 / 60,
 }
-# Scales of the action effects, in the engine's order (health and attack changes are small
-# integers; unit, hand and win/loss changes are counts and flags).
-_EFFECT_SCALE_BY_NAME = {"my_units": 0.5, "opp_units": 0.5, "my_hand": 0.5, "win": 1.0, "loss": 1.0}
-EFFECT_SCALES = [
-    _EFFECT_SCALE_BY_NAME.get(n, 0.1) for n, _ in sorted(LAYOUT["effect_features"].items(), key=lambda kv: kv[1])
-]
+# Action effects (changes of health and attack get DEFAULT_SCALE; counts and flags these).
+EFFECT_SCALES = {"my_units": 0.5, "opp_units": 0.5, "my_hand": 0.5, "win": 1.0, "loss": 1.0}
 # Categorical entity / global features, embedded rather than scaled.
 ENTITY_CATEGORICAL = ("card", "type")
 GLOBAL_CATEGORICAL = (
@@ -270,8 +266,10 @@ class TCGPolicy(nn.Module):
             # the factor tables would have to learn from attack and health values.
             if self.scores_effects:
                 X = config.legal_effect_dim
-                self.register_buffer("effect_scale", torch.tensor(EFFECT_SCALES), persistent=False)
-                self.ls_fx = nn.Sequential(nn.Linear(len(EFFECT_SCALES), X), nn.ReLU())
+                names = [n for n, _ in sorted(L["effect_features"].items(), key=lambda kv: kv[1])]
+                scales = [EFFECT_SCALES.get(n, DEFAULT_SCALE) for n in names]
+                self.register_buffer("effect_scale", torch.tensor(scales), persistent=False)
+                self.ls_fx = nn.Sequential(nn.Linear(len(names), X), nn.ReLU())
                 self.ls_qfx = nn.Linear(H, T * X)
                 near_uniform += (self.ls_qfx,)
         else:

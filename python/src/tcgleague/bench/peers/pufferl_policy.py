@@ -6,10 +6,10 @@ the greedy bot) vectorized by `pufferlib.vector.Serial`.
 
 - The policy (`PeerLSTM`): an MLP encoder (observation -> 160 -> 128), an LSTM of 128 (our
   hidden size) and linear actor / critic heads: 574k parameters on today's 2,529-float
-  observation against our 398k (349k on the 1,121 floats before the action effects, against our
-  342k with the staged heads, when the README's figures were measured). PuffeRL samples its logits unmasked, so the policy masks its own logits from the
-  legal count in the observation (the count is part of the observation, as the legal list is for
-  ours).
+  observation against our 398k (349k on the 1,121 floats before the action effects, against
+  our 342k with the staged heads, when the README's figures were measured). PuffeRL samples
+  its logits unmasked, so the policy masks its own logits from the legal count in the
+  observation (the count is part of the observation, as the legal list is for ours).
 - The config is PufferLib's default.ini for the algorithm (gamma, GAE lambda, V-trace clips,
   prioritised replay, value and entropy coefficients) with what a CPU run needs: Adam (its
   default Muon needs heavyball), our learning rate, batch 16,384, minibatch 2,048 and BPTT 16.
