@@ -3,7 +3,7 @@
 The trainer's collect loop talks to one `OpponentSide`; plain self-play and the league
 (`league.side.LeagueOpponents`) are two implementations, so the loop has no league branches:
 
-    mine, theirs = side.split(rows)                  # learner rows / opponent rows
+    mine, theirs = side.split(rows)                  # learner rows it trains on / opponent rows
     actions[theirs] = side.act(obs, theirs)          # (Actor interface)
     obs, rewards, terminals, truncations, infos = env.step(actions)
     mask = side.after_step(rewards, terminals, truncations, infos, global_step)   # learner mask in force
@@ -28,7 +28,8 @@ class OpponentSide(Protocol):
         """Every game starts now (right after env.reset)."""
 
     def split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(learner rows, opponent rows) among the deciding `rows`."""
+        """(learner rows, opponent rows) among the deciding `rows`. A row in neither is played by
+        the learner and not trained on (the league's: its seat against the live exploiter)."""
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """int32 [len(rows), 4] actions for opponent `rows`."""

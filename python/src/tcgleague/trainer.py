@@ -144,8 +144,9 @@ class Trainer:
     @torch.no_grad()
     def collect(self, params: torch.Tensor) -> dict:
         """Steps the env until the buffer holds exactly batch_size learner decisions. Opponent
-        rows are acted for but never stored; on the last step, learner decisions that no longer
-        fit are dropped (their later rewards too) rather than stored partially.
+        rows are acted for but never stored (nor are learner rows the opponent side does not let
+        it train on); on the last step, learner decisions that no longer fit are dropped (their
+        later rewards too) rather than stored partially.
 
         The learner decides for the deciding row of every game each step (a fixed shape, so a
         compiled step replays one graph); the rows it does not play are simply not stored. Per

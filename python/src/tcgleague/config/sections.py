@@ -131,6 +131,7 @@ class LeagueSection:
     exploiter_ratio: float = 0.0  # share of games vs the main exploiter (0 = no exploiter)
     exploiter_join_winrate: float = 0.7  # its win rate vs the main agent that makes it a pool member
     exploiter_reset_epochs: int = 300  # epochs after which an exploiter that never joined restarts
+    learner_trains_vs_exploiter: bool = False  # the learner also trains on its seat of exploiter games
 
 
 @dataclass

@@ -4,7 +4,9 @@ Rows follow the env: row 2g + s is seat s of game g. A game is one of
     self    - learner vs the latest self: both rows are learner rows (plain self-play);
     bot     - learner vs "random" or "greedy": one learner row, one bot row;
     member  - learner vs a frozen pool member: one learner row, one frozen row;
-    exploiter - learner vs the live main exploiter (league/exploiter.py): one row each.
+    exploiter - learner vs the live main exploiter (league/exploiter.py): one row each. The
+                learner plays its row without training on it (AlphaStar's main agents meet
+                exploiters only as frozen pool members), unless learner_trains_vs_exploiter.
 A game's matchup and the learner's seat are redrawn only when that game's episode ends
 (`on_episode_end(games)`), never mid-game: switching opponent mid-game would hand the learner
 a game state (and an LSTM state) produced by someone else, and credit it with rewards it did
@@ -63,13 +65,15 @@ class Matchmaker:
     ):
         self.cfg = cfg
         self.exploiter_ratio = cfg.exploiter_ratio if exploiter else 0.0
+        self.learner_trains_vs_exploiter = cfg.learner_trains_vs_exploiter
         self.num_games, self.num_rows = int(num_games), 2 * int(num_games)
         self.bots = tuple(bots)
         self._ids: list[str] = [SELF, *BOTS]
         self._codes = {name: i for i, name in enumerate(self._ids)}
         self.game_code = np.zeros(self.num_games, dtype=np.int64)  # 0 = self
         self.learner_seat = np.zeros(self.num_games, dtype=np.int64)
-        self.learner_mask = np.ones(self.num_rows, dtype=bool)
+        self.learner_mask = np.ones(self.num_rows, dtype=bool)  # rows the learner plays and trains on
+        self.opponent_mask = np.zeros(self.num_rows, dtype=bool)  # rows the opponent side plays
         self.pool: list[str] = []
         self.pool_probs = np.zeros(0)
         self.rng = np.random.default_rng(seed)
@@ -179,10 +183,19 @@ class Matchmaker:
         return games
 
     def _update_mask(self, games: np.ndarray) -> None:
+        """Row masks of `games`: the opponent side plays the seat that is not the learner's (none
+        in self-play); the learner trains on every other row, except its seat of a game against
+        the live exploiter unless learner_trains_vs_exploiter (a row in neither mask is played
+        by the learner and not stored)."""
         selfplay = self.game_code[games] == 0
         seat = self.learner_seat[games]
-        self.learner_mask[2 * games] = selfplay | (seat == 0)
-        self.learner_mask[2 * games + 1] = selfplay | (seat == 1)
+        trains = np.ones(len(games), dtype=bool)
+        if self.exploiter_ratio and not self.learner_trains_vs_exploiter:
+            trains = self.game_code[games] != self.code_of(EXPLOITER)
+        for s in (0, 1):
+            theirs = ~selfplay & (seat != s)
+            self.opponent_mask[2 * games + s] = theirs
+            self.learner_mask[2 * games + s] = ~theirs & trains
 
     # ---- reporting -------------------------------------------------------------------------
     def fractions(self) -> dict[str, float]:

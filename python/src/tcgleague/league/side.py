@@ -88,8 +88,8 @@ class LeagueOpponents:
         self.matchmaker.reset(global_step)
 
     def split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        mine = self.matchmaker.learner_mask[rows]
-        return rows[mine], rows[~mine]
+        mm = self.matchmaker
+        return rows[mm.learner_mask[rows]], rows[mm.opponent_mask[rows]]
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """One batched call per bot and for the exploiter, one stacked forward for all the
