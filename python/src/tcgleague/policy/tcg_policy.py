@@ -402,8 +402,10 @@ class TCGPolicy(nn.Module):
             raise ValueError("this policy scores what each action does: pass effects (layout.effects_from_obs)")
         X = self.config.legal_effect_dim
         what = self.ls_fx(effects.to(out.dtype) * self.effect_scale)  # [B, L, X]
-        query = self.ls_qfx(out).reshape(B, T, X).gather(1, t[..., None].expand(-1, -1, X))  # [B, L, X]
-        return logits + (query * what).sum(-1) / math.sqrt(X)
+        # every type's score of every tuple [B, L, T], then the tuple's own: one batched matmul
+        # instead of gathering a query per tuple ([B, L, X]: 40% of a CPU update when it did)
+        by_type = what @ self.ls_qfx(out).reshape(B, T, X).transpose(1, 2)
+        return logits + by_type.gather(2, t[..., None]).squeeze(-1) / math.sqrt(X)
 
 
 # ---- building and loading --------------------------------------------------------------------
