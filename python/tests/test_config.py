@@ -37,7 +37,7 @@ def test_defaults_load():
     assert cfg.league.enable is False and cfg.wandb.mode == "auto"
     d = cfg.to_dict()
     assert set(d) == set(SECTIONS) == {"base", "env", "vec", "policy", "train", "league", "dist", "wandb"}
-    assert d["train"]["learning_rate"] == 6e-4
+    assert d["train"]["learning_rate"] == 1.2e-3
 
 
 def test_default_ini_loads_and_names_every_section():

@@ -78,7 +78,7 @@ class TrainSection:
     minibatch_size: int = 1024
     bptt_horizon: int = 16
     update_epochs: int = 2
-    learning_rate: float = 6e-4
+    learning_rate: float = 1.2e-3
     lr_schedule: str = "linear"  # linear | cosine | constant
     gamma: float = 0.99
     gae_lambda: float = 0.95
