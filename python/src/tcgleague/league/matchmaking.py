@@ -65,7 +65,6 @@ class Matchmaker:
     ):
         self.cfg = cfg
         self.exploiter_ratio = cfg.exploiter_ratio if exploiter else 0.0
-        self.learner_trains_vs_exploiter = cfg.learner_trains_vs_exploiter
         self.num_games, self.num_rows = int(num_games), 2 * int(num_games)
         self.bots = tuple(bots)
         self._ids: list[str] = [SELF, *BOTS]
@@ -190,7 +189,7 @@ class Matchmaker:
         selfplay = self.game_code[games] == 0
         seat = self.learner_seat[games]
         trains = np.ones(len(games), dtype=bool)
-        if self.exploiter_ratio and not self.learner_trains_vs_exploiter:
+        if self.exploiter_ratio and not self.cfg.learner_trains_vs_exploiter:
             trains = self.game_code[games] != self.code_of(EXPLOITER)
         for s in (0, 1):
             theirs = ~selfplay & (seat != s)
