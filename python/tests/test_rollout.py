@@ -68,6 +68,22 @@ def test_rewards_are_credited_to_the_previous_decision():
     assert batch.boundary.reshape(-1).tolist() == [1.0, 0.0, 1.0, 1.0]
 
 
+@pytest.mark.parametrize("ended", ["terminals", "truncations"])
+def test_a_reward_after_a_rows_game_ended_belongs_to_no_stored_step(ended):
+    """With reward shaping, a row whose opponent opens the next game is paid the opponent's first
+    turn's potential change at its own first decision there, before it has stored anything in
+    that game: it must not land on the ended game's last step."""
+    buf = make_buffer(capacity=4, horizon=2, num_rows=2)
+    add(buf, [0, 1], [0.5, 0.2], starts=[True, True])
+    done = [True, False]
+    credit(buf, [0, 1], [1.0, 0.0], **{ended: done})
+    credit(buf, [0, 1], [-0.15, 0.25])  # row 0: the new game's shaping; row 1: still in its game
+    assert buf.reward[:2].tolist() == [1.0, 0.25]
+    add(buf, [0], [0.3], starts=[True])
+    credit(buf, [0], [0.05])
+    assert buf.reward[:3].tolist() == pytest.approx([1.0, 0.25, 0.05]), "the new game's own step is credited again"
+
+
 def two_games(row0_truncated: bool):
     """Row 0's game ends at the turn cap (or, for comparison, decided) with reward 0.05 while row 1's
     game ends decided (+1); both rows then start new games whose first decisions are pending at the

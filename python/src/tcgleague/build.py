@@ -15,7 +15,7 @@ from .config import Config, ConfigError
 from .devices import resolve_device
 from .dist import SINGLE, Dist
 from .league import LeagueManager, LeagueOpponents
-from .league.exploiter import MainExploiter
+from .league.exploiter import MainExploiter, exploiter_share
 from .logger import Dashboard, RunLogger
 from .opponent_side import OpponentSide, SelfPlay
 from .policy.tcg_policy import PolicyConfig, build_policy
@@ -59,7 +59,7 @@ def build_exploiter(cfg: Config, env: VecEnv, device: torch.device) -> MainExplo
     seed = cfg.base.seed + EXPLOITER_SEED_OFFSET
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
-    return MainExploiter(policy, sampler, cfg.train, cfg.league.exploiter_ratio, env.num_agents, seed)
+    return MainExploiter(policy, sampler, cfg.train, exploiter_share(cfg.league), env.num_agents, seed)
 
 
 def build_opponents(

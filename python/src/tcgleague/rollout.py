@@ -152,9 +152,12 @@ class RolloutBuffer:
         self.next_value.index_copy_(0, torch.from_numpy(slots).to(self.device), values.to(self.next_value.dtype))
 
     def credit(self, rows: np.ndarray, rewards: np.ndarray, terminals: np.ndarray, truncations: np.ndarray) -> None:
-        """Adds rewards (and done flags) to each row's latest stored step of this epoch."""
+        """Adds rewards (and done flags) to each row's latest stored step of this epoch, unless
+        that step ended its game: a reward after it is the shaping the row's new game gave it
+        before its first decision there (the opponent opened), which belongs to no stored step."""
         last = self.last_index[rows]
-        keep = last >= 0
+        safe = np.maximum(last, 0)
+        keep = (last >= 0) & ~self.terminal[safe] & ~self.truncated[safe]
         last, rewards = last[keep], rewards[keep]
         np.add.at(self.reward, last, rewards)
         self.terminal[last] |= terminals[keep]

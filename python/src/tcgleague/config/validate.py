@@ -260,6 +260,15 @@ def validate(cfg: Config) -> None:
             f"latest_ratio + bot_ratio + exploiter_ratio must be <= 1 (the rest is the frozen-pool share; "
             f"e.g. {last} = {room})",
         )
+        most = (1 + lg.latest_ratio) / 2  # beyond it the exploiter plays more decisions than the learner
+        check(
+            lg.learner_trains_vs_exploiter or lg.exploiter_ratio <= most + 1e-9,
+            "league",
+            "exploiter_ratio",
+            f"must be <= (1 + latest_ratio) / 2 = {most:g} while learner_trains_vs_exploiter is false: "
+            f"the learner trains on none of the exploiter's games, so past that the exploiter plays more "
+            f"decisions than the learner (at 1, the learner none) (e.g. exploiter_ratio = {min(0.1, most):g})",
+        )
     check(0 <= lg.exploiter_join_winrate <= 1, "league", "exploiter_join_winrate", "must be in [0, 1] (e.g. 0.7)")
     check(lg.exploiter_reset_epochs >= 1, "league", "exploiter_reset_epochs", "must be >= 1 (e.g. 300)")
     check(
