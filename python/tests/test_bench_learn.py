@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+from tcgleague.bench.learn import resumed_checkpoints, wall_minutes
+from tcgleague.checkpoint import load_checkpoint
+from tcgleague.errors import ArgumentError
 
 
 @pytest.mark.slow  # two training runs and a 1,000-game head-to-head: ~100 s on a 2-core box
@@ -34,3 +40,58 @@ def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_pa
     assert figures["command"] == "python -m tcgleague.bench " + " ".join(cmd[3:]), "the experiments table's command"
     assert 0.0 <= figures["wilson_low_league_vs_selfplay"] <= figures["winrate_league_vs_selfplay"] <= 1.0
     assert "league vs self-play" in done.stdout and "self-play + lookahead 100: vs greedy" in done.stdout
+
+
+def bench_learn(tmp_path: Path, *extra: str) -> dict:
+    out = tmp_path / f"learn{len(list(tmp_path.glob('learn*.json')))}.json"
+    cmd = [sys.executable, "-m", "tcgleague.bench", "learn", "--config", "configs/smoke.ini", "--steps", "2048"]
+    cmd += ["--eval-every", "512", "--curve-episodes", "8", "--episodes", "8", "--lookahead", "0", "--json", str(out)]
+    cmd += ["--league.enable", "true", "--league.latest-ratio", "0.5", "--league.exploiter-ratio", "0.2"]
+    cmd += ["--train.checkpoint-interval", "1", "--train.max-checkpoints", "10"]
+    cmd += ["--base.experiments-dir", str(tmp_path / "runs"), "--base.torch-threads", "1", *extra]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow  # three short trainings of 4 epochs: ~40 s on a 2-core box
+def test_an_interrupted_bench_learn_resumes_exactly_and_reports_the_whole_run(tmp_path):
+    straight = bench_learn(tmp_path)
+    run_dir = Path(straight["run_dir"])
+    cut = tmp_path / "cut"  # as a kill after epoch 3's metrics left it: checkpoints up to epoch 2
+    shutil.copytree(run_dir, cut)
+    for path in cut.glob("model_smoke_*"):
+        if int(path.stem.rsplit("_", 1)[1]) > 2:
+            path.unlink()
+    resumed = bench_learn(tmp_path, "--resume", str(cut))
+    assert resumed["curve"] == straight["curve"] and len(straight["curve"]) == 4
+    for key in ("steps", "epochs", "winrate_vs_greedy", "winrate_vs_random"):
+        assert resumed[key] == straight[key], key
+    a, b = (load_checkpoint(Path(r["checkpoint"])).state["policy"] for r in (straight, resumed))
+    assert all(torch.equal(a[k], b[k]) for k in a), "the continuation's weights are the straight run's"
+    rows = [json.loads(line) for line in (Path(resumed["run_dir"]) / "metrics.jsonl").open()]
+    earlier = [json.loads(line) for line in (cut / "metrics.jsonl").open()]
+    assert [r["global_step"] for r in rows] == [r["global_step"] for r in earlier], "each epoch once"
+    assert rows[:2] == earlier[:2] and rows[2] != earlier[2], "epochs 1-2 are the earlier part's, timings and all"
+    assert "resume/entropy" in rows[2], "the continuation starts at epoch 3, from the checkpoint"
+    assert sorted(p.name for p in Path(resumed["run_dir"]).glob("model_smoke_*.pt")) == [
+        "model_smoke_000003.pt",
+        "model_smoke_000004.pt",
+    ]
+    assert resumed["minutes"] > 0
+
+
+def test_bench_learn_refuses_a_resume_it_cannot_use(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for run_dirs, league, says in (
+        ([tmp_path / "missing"], False, "not a directory"),
+        ([empty], False, "no checkpoint in it"),
+    ):
+        with pytest.raises(ArgumentError, match=says):
+            resumed_checkpoints(run_dirs, league)
+
+
+def test_a_resumed_runs_minutes_add_its_parts():
+    parts = [{"perf/wall_minutes": w} for w in (1.0, 2.0, 0.5, 1.5)] + [{"eval/winrate_vs_greedy": 0.5}]
+    assert wall_minutes(parts) == 3.5 and wall_minutes([]) == 0.0
