@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from tcgleague.bench.learn import resumed_checkpoints, wall_minutes
+from tcgleague.bench.learn_resume import RESUMED_FILE, minutes_upto, plan_continuations
 from tcgleague.checkpoint import load_checkpoint
+from tcgleague.config import load_config
 from tcgleague.errors import ArgumentError
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 @pytest.mark.slow  # two training runs and a 1,000-game head-to-head: ~100 s on a 2-core box
@@ -42,7 +45,9 @@ def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_pa
     assert "league vs self-play" in done.stdout and "self-play + lookahead 100: vs greedy" in done.stdout
 
 
-def bench_learn(tmp_path: Path, *extra: str) -> dict:
+def bench_learn(tmp_path: Path, *extra: str, refused: str = "") -> dict:
+    """A 4-epoch league run of bench learn with a checkpoint every epoch (or, with `refused`,
+    the one-line refusal that must contain it)."""
     out = tmp_path / f"learn{len(list(tmp_path.glob('learn*.json')))}.json"
     cmd = [sys.executable, "-m", "tcgleague.bench", "learn", "--config", "configs/smoke.ini", "--steps", "2048"]
     cmd += ["--eval-every", "512", "--curve-episodes", "8", "--episodes", "8", "--lookahead", "0", "--json", str(out)]
@@ -50,6 +55,9 @@ def bench_learn(tmp_path: Path, *extra: str) -> dict:
     cmd += ["--train.checkpoint-interval", "1", "--train.max-checkpoints", "10"]
     cmd += ["--base.experiments-dir", str(tmp_path / "runs"), "--base.torch-threads", "1", *extra]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if refused:
+        assert done.returncode == 2 and refused in done.stderr and "Traceback" not in done.stderr, done.stderr
+        return {}
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(out.read_text())
 
@@ -63,6 +71,11 @@ def test_an_interrupted_bench_learn_resumes_exactly_and_reports_the_whole_run(tm
     for path in cut.glob("model_smoke_*"):
         if int(path.stem.rsplit("_", 1)[1]) > 2:
             path.unlink()
+    runs = set((tmp_path / "runs").iterdir())
+    bench_learn(tmp_path, "--resume", str(cut), "--steps", "4096", refused="[train] total_timesteps 2048 -> 4096")
+    bench_learn(tmp_path, "--resume", str(cut), "--resume", str(cut), refused="already continues")
+    assert set((tmp_path / "runs").iterdir()) == runs, "a refused resume writes nothing"
+
     resumed = bench_learn(tmp_path, "--resume", str(cut))
     assert resumed["curve"] == straight["curve"] and len(straight["curve"]) == 4
     for key in ("steps", "epochs", "winrate_vs_greedy", "winrate_vs_random"):
@@ -78,20 +91,24 @@ def test_an_interrupted_bench_learn_resumes_exactly_and_reports_the_whole_run(tm
         "model_smoke_000003.pt",
         "model_smoke_000004.pt",
     ]
-    assert resumed["minutes"] > 0
+    assert resumed["resumed_from"].endswith("model_smoke_000002.pt")
+    assert resumed["minutes"] > earlier[1]["perf/wall_minutes"]
 
 
-def test_bench_learn_refuses_a_resume_it_cannot_use(tmp_path):
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    for run_dirs, league, says in (
-        ([tmp_path / "missing"], False, "not a directory"),
-        ([empty], False, "no checkpoint in it"),
-    ):
-        with pytest.raises(ArgumentError, match=says):
-            resumed_checkpoints(run_dirs, league)
+def test_bench_learn_refuses_a_run_directory_it_cannot_continue(tmp_path):
+    with pytest.raises(ArgumentError, match="no metrics.jsonl in it"):
+        plan_continuations([tmp_path / "missing"], {"learn": load_config(CONFIGS / "smoke.ini")})
+    (tmp_path / "metrics.jsonl").write_text("")
+    with pytest.raises(ArgumentError, match=r"learn: no checkpoint model_smoke_NNNNNN.pt"):
+        plan_continuations([tmp_path], {"learn": load_config(CONFIGS / "smoke.ini")})
 
 
-def test_a_resumed_runs_minutes_add_its_parts():
-    parts = [{"perf/wall_minutes": w} for w in (1.0, 2.0, 0.5, 1.5)] + [{"eval/winrate_vs_greedy": 0.5}]
-    assert wall_minutes(parts) == 3.5 and wall_minutes([]) == 0.0
+def test_the_minutes_of_a_chain_of_continuations_add_up(tmp_path):
+    """A continuation's own clock restarts at 0; the minutes before it are in its RESUMED_FILE."""
+    rows = [(512, 1.0), (1024, 2.0), (1536, 0.5), (2048, 1.5)]  # the first two: copied from the earlier part
+    (tmp_path / "metrics.jsonl").write_text(
+        "".join(json.dumps({"global_step": s, "perf/wall_minutes": w}) + "\n" for s, w in rows)
+    )
+    assert minutes_upto(tmp_path, 2048) == 1.5, "without a record: its own clock"
+    (tmp_path / RESUMED_FILE).write_text(json.dumps({"checkpoint": "x", "step": 1024, "minutes": 2.0}))
+    assert minutes_upto(tmp_path, 2048) == 3.5 and minutes_upto(tmp_path, 1536) == 2.5

@@ -3,7 +3,7 @@ tensors for recurrent PPO.
 
 Only a row's *own* decisions are stored (off-turn steps and opponent rows never enter).
 Rewards a seat earns while the opponent acts arrive with its next decision (or at game end)
-and are credited to its previous stored step. Steps are stored in arrival order, then packed
+and are credited to its previous stored step in the same game. Steps are stored in arrival order, then packed
 row by row so each row's decisions are consecutive; every step also keeps the LSTM state it
 was taken from, so training can restart the recurrence exactly wherever a segment, a row or
 an episode begins. Data never crosses an epoch, so PPO's ratio is exactly 1 before the first
@@ -139,9 +139,14 @@ class RolloutBuffer:
         """Each row's pending step (its latest stored one, still in a game, not yet followed by
         another), or `capacity` (the spare slot) where it has none."""
         last = self.last_index[rows]
-        safe = np.maximum(last, 0)
-        open_ = (last >= 0) & ~self.has_next[safe] & ~self.terminal[safe] & ~self.truncated[safe]
+        open_ = self.in_game(last) & ~self.has_next[np.maximum(last, 0)]
         return np.where(open_, last, self.capacity)
+
+    def in_game(self, last: np.ndarray) -> np.ndarray:
+        """Whether each of `last` (rows' latest stored steps, -1 for none) is a step whose game
+        has not ended: the one a row's next reward or next decision belongs to."""
+        safe = np.maximum(last, 0)
+        return (last >= 0) & ~self.terminal[safe] & ~self.truncated[safe]
 
     def bootstrap(self, rows: np.ndarray, values: torch.Tensor) -> None:
         """The next state's value of each row's pending step (`values` on the device, one per
@@ -156,8 +161,7 @@ class RolloutBuffer:
         that step ended its game: a reward after it is the shaping the row's new game gave it
         before its first decision there (the opponent opened), which belongs to no stored step."""
         last = self.last_index[rows]
-        safe = np.maximum(last, 0)
-        keep = (last >= 0) & ~self.terminal[safe] & ~self.truncated[safe]
+        keep = self.in_game(last)
         last, rewards = last[keep], rewards[keep]
         np.add.at(self.reward, last, rewards)
         self.terminal[last] |= terminals[keep]
@@ -191,8 +195,7 @@ class RolloutBuffer:
         self.rows[slots] = rows
         self.episode_start[slots] = episode_start
         last = self.last_index[rows]
-        safe = np.maximum(last, 0)
-        linked = (last >= 0) & ~self.terminal[safe] & ~self.truncated[safe]
+        linked = self.in_game(last)
         self.next_index[last[linked]] = slots[linked]
         self.last_index[rows] = slots
         self.size += n

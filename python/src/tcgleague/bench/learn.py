@@ -12,15 +12,12 @@ trainings run side by side (--jobs 2, each process with half the cores' torch th
 2-core CPU two one-thread trainings make about 1.7x the steps per second of one two-thread
 training, whose second thread adds little to a step that is mostly the single-threaded engine.
 
-A run cut short (a 16M league pair takes hours) continues with the same command plus
-`--resume RUN_DIR` for each training's run directory: from its newest checkpoint, exactly (the
-whole run state), into a new run directory whose metrics.jsonl starts with the earlier part's,
-so the curve, the SPS and the minutes cover the whole run."""
+A run cut short continues with the same command plus `--resume RUN_DIR` for each training's
+run directory (learn_resume.py)."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -32,7 +29,7 @@ from pathlib import Path
 from ..bots import BOTS
 from ..build import build_trainer, policy_config
 from ..checkpoint import load_checkpoint
-from ..config import load_config
+from ..config import Config, load_config
 from ..engine.cards import load_card_pool
 from ..errors import ArgumentError
 from ..evaluate_checkpoint import evaluate_loaded
@@ -42,6 +39,7 @@ from ..report.data import read_metrics
 from ..resume import ResumeOptions, apply_resume
 from ..train import checkpoint_writer
 from .common import print_table
+from .learn_resume import Continuation, begin, plan_continuations
 
 ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the config
 LOOKAHEAD_SUFFIX = "_lookahead"  # the figures of the final checkpoint searching a turn ahead
@@ -78,47 +76,56 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def train_one(
-    config: str, args: argparse.Namespace, tag: str, league: bool = False, resume: Path | None = None
-) -> dict:
-    """Trains `config` (with `league`, its league enabled; from checkpoint `resume`, exactly,
-    when given) and returns its figures: the curve, and the final checkpoint vs the bots."""
-    threads = ["--base.torch-threads", str(max(1, (os.cpu_count() or 1) // args.jobs))] if args.jobs > 1 else []
+def bench_config(config: str, args: argparse.Namespace, league: bool) -> Config:
+    """`config` as this command trains it: the overrides, --steps, the curve's interval (in
+    epochs) and games, no dashboard or W&B, and with --league each of --jobs processes its share
+    of the cores (alone, a training keeps the config's torch_threads)."""
+    side_by_side = args.league and args.jobs > 1
+    threads = ["--base.torch-threads", str(max(1, (os.cpu_count() or 1) // args.jobs))] if side_by_side else []
     overrides = ["--train.dashboard", "false", "--wandb.enable", "false", *threads, *args.overrides]
     overrides += ["--league.enable", "true"] if league else []
     overrides += ["--train.total-timesteps", str(args.steps)] if args.steps else []
-    batch = load_config(config, overrides).train.batch_size  # (the curve's interval is in epochs)
+    batch = load_config(config, overrides).train.batch_size
     every = max(1, args.eval_every // batch) if args.eval_every else 0  # 0: no curve
-    cfg = load_config(
+    return load_config(
         config, [*overrides, "--train.eval-interval", str(every), "--train.eval-games", str(args.curve_episodes)]
     )
+
+
+def train_one(
+    config: str, args: argparse.Namespace, tag: str, league: bool = False, continuation: Continuation | None = None
+) -> dict:
+    """Trains `config` (with `league`, its league enabled; continuing an interrupted run when
+    given) and returns its figures: the curve, and the final checkpoint vs the bots."""
+    cfg = bench_config(config, args, league)
     run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_{tag}{int(time.time())}{uuid.uuid4().hex[:4]}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    earlier, loaded = [], None
-    if resume is not None:
-        loaded = load_checkpoint(resume, policy_config(cfg, load_card_pool().n_cards), run_state=True)
-        earlier = [m for m in read_metrics(resume.parent / METRICS_FILE) if m["global_step"] <= loaded.global_step]
-        with open(run_dir / METRICS_FILE, "w", encoding="utf-8") as f:  # the logger appends to them
-            f.writelines(json.dumps(m) + "\n" for m in earlier)
+    if continuation is not None:
+        begin(run_dir, continuation)
     logger = RunLogger(run_dir, cfg.to_dict(), cfg.wandb, run_dir.name)  # metrics.jsonl: the learning curve
     trainer = build_trainer(cfg, run_dir, logger)
-    if loaded is not None:
-        apply_resume(trainer, loaded, ResumeOptions(str(resume), load_optimizer=True))
+    earlier_minutes = 0.0
+    if continuation is not None:
+        path = continuation.checkpoint
+        loaded = load_checkpoint(path, policy_config(cfg, load_card_pool().n_cards), run_state=True)
+        apply_resume(trainer, loaded, ResumeOptions(str(path), load_optimizer=True))
+        earlier_minutes = continuation.minutes
     final: list[Path] = []
     write = checkpoint_writer(run_dir, cfg)
     start = time.perf_counter()
-    max_seconds = args.minutes * 60.0 if args.minutes else None
+    max_seconds = max(0.0, args.minutes - earlier_minutes) * 60.0 if args.minutes else None
     trainer.train(checkpoint_fn=lambda tr: final.append(write(tr)), max_seconds=max_seconds)
     logger.close()
-    minutes = (time.perf_counter() - start) / 60.0 + wall_minutes(earlier)
+    minutes = (time.perf_counter() - start) / 60.0 + earlier_minutes
     print(f"{tag}: {trainer.global_step:,} steps ({trainer.epoch} epochs) in {minutes:.1f} min; {final[-1]}")
     figures = {"steps": trainer.global_step, "epochs": trainer.epoch, "minutes": minutes, "config": config}
     figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), **run_figures(read_metrics(run_dir / METRICS_FILE)))
-    loaded = load_checkpoint(final[-1])
+    figures["resumed_from"] = str(continuation.checkpoint) if continuation else None
+    final_checkpoint = load_checkpoint(final[-1])
     for bot in BOTS:
-        figures.update(bot_figures(evaluate_loaded(loaded, bot, args.episodes, args.seed), bot))
+        figures.update(bot_figures(evaluate_loaded(final_checkpoint, bot, args.episodes, args.seed), bot))
         if args.lookahead:
-            r = evaluate_loaded(loaded, bot, args.episodes, args.seed, lookahead=args.lookahead)
+            r = evaluate_loaded(final_checkpoint, bot, args.episodes, args.seed, lookahead=args.lookahead)
             figures.update(bot_figures(r, bot, LOOKAHEAD_SUFFIX))
     figures["lookahead"] = args.lookahead or None
     return figures
@@ -144,37 +151,6 @@ def run_figures(metrics: list[dict]) -> dict:
     return {"curve": curve, "sps": statistics.median(m["perf/sps"] for m in metrics if "perf/sps" in m)}
 
 
-def wall_minutes(metrics: list[dict]) -> float:
-    """The training time of a metrics history: each part's last perf/wall_minutes (a resumed
-    part's clock starts at 0 again), summed."""
-    total = last = 0.0
-    for m in metrics:
-        minutes = m.get("perf/wall_minutes", last)
-        total, last = (total + last, minutes) if minutes < last else (total, minutes)
-    return total + last
-
-
-def resumed_checkpoints(run_dirs: list[Path], league: bool) -> dict[bool, Path]:
-    """The newest checkpoint of each interrupted run directory, keyed by whether its league is
-    enabled (with --league, that tells the league's from the self-play baseline's)."""
-    found: dict[bool, Path] = {}
-    for run_dir in run_dirs:
-        if not run_dir.is_dir():
-            raise ArgumentError(f"--resume {run_dir}: not a directory (expected a run directory of bench learn)")
-        newest = max(run_dir.glob("model_*_[0-9][0-9][0-9][0-9][0-9][0-9].pt"), key=lambda p: p.name, default=None)
-        if newest is None:
-            raise ArgumentError(
-                f"--resume {run_dir}: no checkpoint in it (the run stopped before its first): leave this --resume out"
-            )
-        config = load_checkpoint(newest, log=lambda _: None).state["config"]
-        key = bool(config["league"]["enable"]) if league else False
-        if key in found:
-            which = ("the league's" if key else "the self-play baseline's") if league else "this training's"
-            raise ArgumentError(f"--resume {run_dir}: {which} run directory was already given ({found[key].parent})")
-        found[key] = newest
-    return found
-
-
 def interval(f: dict, bot: str, suffix: str = "") -> str:
     key = f"_vs_{bot}{suffix}"
     return f"{f['winrate' + key]:.3f} [{f['wilson_low' + key]:.3f}, {f['wilson_high' + key]:.3f}]"
@@ -193,18 +169,18 @@ def rows_of(f: dict, name: str, episodes: int) -> list[tuple[str, str, str]]:
 def run(args: argparse.Namespace) -> dict:
     if args.lookahead != 0 and not is_value_weight(args.lookahead):
         raise ArgumentError(f"--lookahead {args.lookahead}: expected a finite value weight > 0, or 0 for none")
-    resumed = resumed_checkpoints(args.resume, args.league)
+    if args.jobs < 1:
+        raise ArgumentError(f"--jobs {args.jobs}: expected 1 or more trainings at a time")
+    trainings = [("league", args.league_config, True), ("selfplay", args.config, False)]
+    trainings = trainings if args.league else [("learn", args.config, False)]
+    configs = {tag: bench_config(config, args, league) for tag, config, league in trainings}
+    continuations = plan_continuations(args.resume, configs)  # before anything is trained or written
     if not args.league:
-        figures = train_one(args.config, args, "learn", resume=resumed.get(False))
+        figures = train_one(args.config, args, "learn", continuation=continuations.get("learn"))
         figures.update(episodes=args.episodes, command=args.command, label=args.label)
         print_table(f"learning ({args.config})", rows_of(figures, "final", args.episodes))
         return figures
-    if args.jobs < 1:
-        raise ArgumentError(f"--jobs {args.jobs}: expected 1 or more trainings at a time")
-    jobs = [
-        (args.league_config, args, "league", True, resumed.get(True)),
-        (args.config, args, "selfplay", False, resumed.get(False)),
-    ]
+    jobs = [(config, args, tag, league, continuations.get(tag)) for tag, config, league in trainings]
     # spawned, not forked: a forked child would inherit the parent's torch thread pool
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
         league, selfplay = pool.map(train_one, *zip(*jobs))

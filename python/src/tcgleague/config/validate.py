@@ -267,7 +267,7 @@ def validate(cfg: Config) -> None:
             "exploiter_ratio",
             f"must be <= (1 + latest_ratio) / 2 = {most:g} while learner_trains_vs_exploiter is false: "
             f"the learner trains on none of the exploiter's games, so past that the exploiter plays more "
-            f"decisions than the learner (at 1, the learner none) (e.g. exploiter_ratio = {min(0.1, most):g})",
+            f"decisions than the learner (at 1, the learner none) (e.g. exploiter_ratio = 0.1)",
         )
     check(0 <= lg.exploiter_join_winrate <= 1, "league", "exploiter_join_winrate", "must be in [0, 1] (e.g. 0.7)")
     check(lg.exploiter_reset_epochs >= 1, "league", "exploiter_reset_epochs", "must be >= 1 (e.g. 300)")
