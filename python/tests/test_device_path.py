@@ -355,7 +355,7 @@ def test_packed_gae_matches_a_plain_reference_loop_bit_for_bit():
         truncated = ~terminal & (g.random(len(ev)) < 0.1)
         buf.credit(ev, rewards, terminal, truncated)
         for r, rew, te, tr in zip(ev.tolist(), rewards, terminal, truncated):
-            if r in last:
+            if r in last and not (steps[last[r]]["terminal"] or steps[last[r]]["truncated"]):  # after: no step's
                 s = steps[last[r]]
                 s["reward"] = np.float32(s["reward"] + rew)
                 s["terminal"] |= bool(te)
