@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,9 +14,11 @@ import pytest
 import torch
 
 from tcgleague.bench.learn_resume import RESUMED_FILE, minutes_upto, plan_continuations
+from tcgleague.build import build_trainer
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.config import load_config
 from tcgleague.errors import ArgumentError
+from tcgleague.train import checkpoint_writer
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -101,6 +104,24 @@ def test_bench_learn_refuses_a_run_directory_it_cannot_continue(tmp_path):
     (tmp_path / "metrics.jsonl").write_text("")
     with pytest.raises(ArgumentError, match=r"learn: no checkpoint model_smoke_NNNNNN.pt"):
         plan_continuations([tmp_path], {"learn": load_config(CONFIGS / "smoke.ini")})
+
+
+def test_a_self_play_run_continues_whatever_the_league_keys_say(tmp_path):
+    """The league pair's self-play baseline reads no [league] key but `enable`: a pair started
+    with other league settings may still continue it; any key it does read must match."""
+    cfg = load_config(CONFIGS / "smoke.ini", ["--base.experiments-dir", str(tmp_path)])
+    (tmp_path / "run").mkdir()
+    trainer = build_trainer(cfg, tmp_path / "run")
+    checkpoint = checkpoint_writer(tmp_path / "run", cfg)(trainer)
+    (tmp_path / "run" / "metrics.jsonl").write_text("")
+    other_league = load_config(CONFIGS / "smoke.ini", ["--league.latest-ratio", "0.3", "--base.torch-threads", "1"])
+    assert plan_continuations([tmp_path / "run"], {"selfplay": other_league})["selfplay"].checkpoint == checkpoint
+    for changed, says in (
+        (["--train.learning-rate", "1e-3"], "[train] learning_rate"),
+        (["--league.enable", "true"], "[league] enable False -> True"),
+    ):
+        with pytest.raises(ArgumentError, match=re.escape(says)):
+            plan_continuations([tmp_path / "run"], {"selfplay": load_config(CONFIGS / "smoke.ini", changed)})
 
 
 def test_the_minutes_of_a_chain_of_continuations_add_up(tmp_path):

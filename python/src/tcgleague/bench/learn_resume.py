@@ -64,8 +64,7 @@ def match(run_dir: Path, configs: dict[str, Config]) -> tuple[str, Continuation]
             loaded = load_checkpoint(found[-1], run_state=True, log=lambda _: None)
         except CheckpointError as err:
             raise ArgumentError(f"--resume {run_dir}: {err}") from None
-        stored = loaded.state.get("config") or {}
-        differences[tag] = [c for c in config_changes(stored, cfg.to_dict()) if not c.startswith(HARMLESS)]
+        differences[tag] = learning_differences(loaded.state.get("config") or {}, cfg)
         if not differences[tag]:
             return tag, Continuation(found[-1], loaded.global_step, minutes_upto(run_dir, loaded.global_step))
     said = "; ".join(f"{tag}: {', '.join(d[:4])}{' ...' if len(d) > 4 else ''}" for tag, d in differences.items())
@@ -73,6 +72,13 @@ def match(run_dir: Path, configs: dict[str, Config]) -> tuple[str, Continuation]
         f"--resume {run_dir}: it continues none of this command's trainings ({said}); resume with the "
         "command that started it (same config, overrides, --steps, --eval-every, --curve-episodes)"
     )
+
+
+def learning_differences(stored: dict, cfg: Config) -> list[str]:
+    """How a checkpoint's config differs from `cfg` in what the run learns: not in `HARMLESS`
+    keys, nor in the league's keys when neither has a league (self-play never reads them)."""
+    unread = ("[league] ",) if not cfg.league.enable and not (stored.get("league") or {}).get("enable") else ()
+    return [c for c in config_changes(stored, cfg.to_dict()) if not c.startswith(HARMLESS + unread)]
 
 
 def minutes_upto(run_dir: Path, step: int) -> float:
