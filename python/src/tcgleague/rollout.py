@@ -3,11 +3,11 @@ tensors for recurrent PPO.
 
 Only a row's *own* decisions are stored (off-turn steps and opponent rows never enter).
 Rewards a seat earns while the opponent acts arrive with its next decision (or at game end)
-and are credited to its previous stored step in the same game. Steps are stored in arrival order, then packed
-row by row so each row's decisions are consecutive; every step also keeps the LSTM state it
-was taken from, so training can restart the recurrence exactly wherever a segment, a row or
-an episode begins. Data never crosses an epoch, so PPO's ratio is exactly 1 before the first
-gradient step (up to rounding when the loss runs in bf16: `[train] precision`).
+and are credited to its previous stored step in the same game. Steps are stored in arrival
+order, then packed row by row so each row's decisions are consecutive; every step also keeps
+the LSTM state it was taken from, so training can restart the recurrence exactly wherever a
+segment, a row or an episode begins. Data never crosses an epoch, so PPO's ratio is exactly 1
+before the first gradient step (up to rounding when the loss runs in bf16: `[train] precision`).
 
 A row's last stored step of an epoch is *pending*: its next decision falls in the next epoch.
 Bootstrapping it from its own value would give it an advantage of about 0 and shrink its return

@@ -93,11 +93,10 @@ def bench_config(config: str, args: argparse.Namespace, league: bool) -> Config:
 
 
 def train_one(
-    config: str, args: argparse.Namespace, tag: str, league: bool = False, continuation: Continuation | None = None
+    cfg: Config, config: str, args: argparse.Namespace, tag: str, continuation: Continuation | None = None
 ) -> dict:
-    """Trains `config` (with `league`, its league enabled; continuing an interrupted run when
+    """Trains `cfg` (`bench_config` of the file `config`; continuing an interrupted run when
     given) and returns its figures: the curve, and the final checkpoint vs the bots."""
-    cfg = bench_config(config, args, league)
     run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_{tag}{int(time.time())}{uuid.uuid4().hex[:4]}"
     run_dir.mkdir(parents=True, exist_ok=True)
     if continuation is not None:
@@ -175,12 +174,12 @@ def run(args: argparse.Namespace) -> dict:
     trainings = trainings if args.league else [("learn", args.config, False)]
     configs = {tag: bench_config(config, args, league) for tag, config, league in trainings}
     continuations = plan_continuations(args.resume, configs)  # before anything is trained or written
+    jobs = [(configs[tag], config, args, tag, continuations.get(tag)) for tag, config, _ in trainings]
     if not args.league:
-        figures = train_one(args.config, args, "learn", continuation=continuations.get("learn"))
+        figures = train_one(*jobs[0])
         figures.update(episodes=args.episodes, command=args.command, label=args.label)
         print_table(f"learning ({args.config})", rows_of(figures, "final", args.episodes))
         return figures
-    jobs = [(config, args, tag, league, continuations.get(tag)) for tag, config, league in trainings]
     # spawned, not forked: a forked child would inherit the parent's torch thread pool
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
         league, selfplay = pool.map(train_one, *zip(*jobs))

@@ -54,19 +54,21 @@ def match(run_dir: Path, configs: dict[str, Config]) -> tuple[str, Continuation]
     """The training whose config `run_dir`'s newest checkpoint was trained with."""
     if not (run_dir / METRICS_FILE).is_file():
         raise ArgumentError(f"--resume {run_dir}: no {METRICS_FILE} in it (expected a run directory of bench learn)")
-    differences = {}
+    differences, loaded = {}, {}
     for tag, cfg in configs.items():
         found = list_checkpoints(run_dir, cfg.base.run_name)
         if not found:
             differences[tag] = [f"no checkpoint model_{cfg.base.run_name}_NNNNNN.pt (the run stopped before its first)"]
             continue
-        try:
-            loaded = load_checkpoint(found[-1], run_state=True, log=lambda _: None)
-        except CheckpointError as err:
-            raise ArgumentError(f"--resume {run_dir}: {err}") from None
-        differences[tag] = learning_differences(loaded.state.get("config") or {}, cfg)
+        if found[-1] not in loaded:  # the trainings of a pair share a run_name: read it once
+            try:
+                loaded[found[-1]] = load_checkpoint(found[-1], run_state=True, log=lambda _: None)
+            except CheckpointError as err:
+                raise ArgumentError(f"--resume {run_dir}: {err}") from None
+        checkpoint = loaded[found[-1]]
+        differences[tag] = learning_differences(checkpoint.state.get("config") or {}, cfg)
         if not differences[tag]:
-            return tag, Continuation(found[-1], loaded.global_step, minutes_upto(run_dir, loaded.global_step))
+            return tag, Continuation(found[-1], checkpoint.global_step, minutes_upto(run_dir, checkpoint.global_step))
     said = "; ".join(f"{tag}: {', '.join(d[:4])}{' ...' if len(d) > 4 else ''}" for tag, d in differences.items())
     raise ArgumentError(
         f"--resume {run_dir}: it continues none of this command's trainings ({said}); resume with the "
