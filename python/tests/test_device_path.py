@@ -508,9 +508,9 @@ def test_bf16_step_matches_fp32_on_the_cpu():
 
 # ---- 6. what auto means ----------------------------------------------------------------------------
 def test_device_auto_and_compile_auto_resolve_for_this_machine():
-    assert resolve_device("auto") == torch.device("cuda" if CUDA else "cpu")
-    if not CUDA:
-        assert resolve_device("auto") == torch.device("cpu")
+    assert resolve_device("auto") == (
+        torch.device("cuda", torch.cuda.current_device()) if CUDA else torch.device("cpu")
+    )
     assert resolve_device("cpu") == torch.device("cpu")
     assert resolve_device("cuda:1") == torch.device("cuda", 1)
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
@@ -534,6 +534,15 @@ def test_device_auto_and_compile_auto_resolve_for_this_machine():
     if not CUDA:
         assert not trainer.learner.compiled and not trainer.updater.compiled, "auto does not compile on the CPU"
         assert trainer.transfer.up is trainer.transfer.host, "no device copy on the CPU"
+
+
+def test_a_cuda_device_always_carries_its_index(monkeypatch):
+    """torch.cuda.set_device refuses a bare `cuda` (torch 2.11; build_trainer calls it), so
+    `cuda` resolves to the current GPU, and under torchrun to the rank's own."""
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    assert resolve_device("cuda") == torch.device("cuda", 3)
+    assert resolve_device("cuda", local_rank=1) == torch.device("cuda", 1)
+    assert resolve_device("cuda:2") == torch.device("cuda", 2)
 
 
 # ---- 7. episode starts zero the LSTM state -------------------------------------------------------
