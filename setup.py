@@ -13,7 +13,7 @@ LTO = "-flto"
 class BuildEngine(build_ext):
     """Link-time optimisation where the toolchain has it. Some GCC installs cannot run their
     lto-wrapper ("ld: error: could not run lto-wrapper"); the engine then builds without -flto
-    (the same code, a few percent slower) instead of not at all."""
+    instead of not at all: the same code, about 0.75x the decisions/s (`bench engine`)."""
 
     def build_extension(self, ext):
         try:

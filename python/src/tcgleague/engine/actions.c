@@ -4,8 +4,6 @@
 #include "tcg.h"
 #include "rules_internal.h"
 
-static int has_kw(const Unit *u, int kw) { return (u->keywords >> kw) & 1; }
-
 static void push(Game *g, int type, int a, int b, int c) {
     uint8_t *row = g->legal[g->n_legal++];
     row[0] = (uint8_t)type; row[1] = (uint8_t)a; row[2] = (uint8_t)b; row[3] = (uint8_t)c;

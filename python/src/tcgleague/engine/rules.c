@@ -32,8 +32,6 @@ int unit_attack_value(const Unit *u) {
     return v > 0 ? v : 0;
 }
 
-static int has_kw(const Unit *u, int kw) { return (u->keywords >> kw) & 1; }
-
 /* ---- Zones ------------------------------------------------------------------------------ */
 /* The pile keeps its first MAX_DISCARD cards and its count stops there too, so every reachable
  * state passes the bounds check a resumed game is held to. */

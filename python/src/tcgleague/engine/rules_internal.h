@@ -7,6 +7,7 @@ enum { LOC_NONE, LOC_BOARD, LOC_HAND };
 #define OP_EQUIP N_OPS  /* internal op: attach a played weapon to the chosen friendly unit */
 
 static inline const int32_t *card_row(const Env *env, int card) { return env->cards + card * CARD_FIELDS; }
+static inline int has_kw(const Unit *u, int kw) { return (u->keywords >> kw) & 1; }
 
 int rng_below(uint64_t *s, int n);
 void place_unit(const Env *env, Game *g, int seat, int slot, int card);
