@@ -35,6 +35,7 @@ setup(
             "tcgleague.engine._tcg",
             sources=[str(ENGINE / s) for s in SOURCES],
             include_dirs=[str(ENGINE)],
+            depends=[str(header) for header in sorted(ENGINE.glob("*.h"))],  # a header change rebuilds too
             extra_link_args=[LTO, "-O3", "-fopenmp"],
             extra_compile_args=["-O3", "-std=c11", "-fopenmp", "-fvisibility=hidden", LTO, "-Wall", "-Wextra", "-Wno-unused-parameter"],
         )

@@ -537,7 +537,7 @@ def test_device_auto_and_compile_auto_resolve_for_this_machine():
 
 
 def test_a_cuda_device_always_carries_its_index(monkeypatch):
-    """torch.cuda.set_device refuses a bare `cuda` (torch 2.11; build_trainer calls it), so
+    """torch.cuda.set_device refuses a bare `cuda` (build_trainer calls it), so
     `cuda` resolves to the current GPU, and under torchrun to the rank's own."""
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
     assert resolve_device("cuda") == torch.device("cuda", 3)

@@ -20,7 +20,7 @@ from .config import Config
 def resolve_device(name: str, local_rank: int | None = None) -> torch.device:
     """The torch device for a validated `[base] device` value; under torchrun (`local_rank`
     given) `auto` and `cuda` mean this rank's own GPU, cuda:<local rank>. A CUDA device always
-    carries its index: torch.cuda.set_device refuses a bare `cuda` (torch 2.11)."""
+    carries its index: torch.cuda.set_device refuses a bare `cuda`."""
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name == "cuda":
