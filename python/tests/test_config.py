@@ -315,6 +315,7 @@ PROBE_VALUES = {
     ("train", "compile_mode"): "default",
     ("train", "checkpoint_interval_unit"): "steps",
     ("league", "pfsp_weighting"): "linear",
+    ("league", "exploiter_opponent"): "snapshot",
     ("league", "exploiter_ratio"): 0.05,  # latest_ratio + bot_ratio (0.9 by default) leave 0.1
     ("league", "rating"): "openskill",  # the only rating system: the default is all there is
     ("dist", "backend"): "gloo",

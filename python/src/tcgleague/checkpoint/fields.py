@@ -371,6 +371,12 @@ def _league(v: Any, field: str) -> None:
     _optimizer(exploiter.get("optimizer"), f"{where}.optimizer")
     for key in ("state_h", "state_c"):
         _tensor(exploiter.get(key), f"{where}.{key}", "float")
+    target = exploiter.get("target")  # its frozen snapshot of the learner (exploiter_opponent = snapshot)
+    if target is not None:
+        _dict(target, f"{where}.target")
+        _policy(target.get("policy"), f"{where}.target.policy")
+        for key in ("state_h", "state_c"):
+            _tensor(target.get(key), f"{where}.target.{key}", "float")
 
 
 RESUME_CHECKS: dict[str, Callable[[Any, str], None]] = {

@@ -132,6 +132,7 @@ class LeagueSection:
     exploiter_join_winrate: float = 0.7  # its win rate vs the main agent that makes it a pool member
     exploiter_reset_epochs: int = 300  # epochs after which an exploiter that never joined restarts
     learner_trains_vs_exploiter: bool = False  # the learner also trains on its seat of exploiter games
+    exploiter_opponent: str = "learner"  # learner (live) | snapshot (the learner's weights at its restart)
 
 
 @dataclass
@@ -178,6 +179,7 @@ LR_SCHEDULES = ("linear", "cosine", "constant")
 CHECKPOINT_UNITS = ("epochs", "steps")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 PFSP_WEIGHTINGS = ("squared", "variance", "linear", "uniform")
+EXPLOITER_OPPONENTS = ("learner", "snapshot")
 RATINGS = ("openskill",)
 DIST_BACKENDS = ("auto", "gloo", "nccl")
 MAX_DIST_TIMEOUT = 86400

@@ -17,6 +17,7 @@ from .sections import (
     COMPILE_MODES,
     DIST_BACKENDS,
     EXACT_INT_LIMIT,
+    EXPLOITER_OPPONENTS,
     LR_SCHEDULES,
     MAX_DIST_TIMEOUT,
     NAN_POLICIES,
@@ -269,6 +270,18 @@ def validate(cfg: Config) -> None:
             f"the learner trains on none of the exploiter's games, so past that the exploiter plays more "
             f"decisions than the learner (at 1, the learner none) (e.g. exploiter_ratio = 0.1)",
         )
+    check(
+        lg.exploiter_opponent in EXPLOITER_OPPONENTS,
+        "league",
+        "exploiter_opponent",
+        f"must be one of {', '.join(EXPLOITER_OPPONENTS)} (e.g. snapshot)",
+    )
+    check(
+        not (lg.learner_trains_vs_exploiter and lg.exploiter_opponent == "snapshot"),
+        "league",
+        "learner_trains_vs_exploiter",
+        "must be false while exploiter_opponent = snapshot: the learner plays none of the exploiter's games",
+    )
     check(0 <= lg.exploiter_join_winrate <= 1, "league", "exploiter_join_winrate", "must be in [0, 1] (e.g. 0.7)")
     check(lg.exploiter_reset_epochs >= 1, "league", "exploiter_reset_epochs", "must be >= 1 (e.g. 300)")
     check(

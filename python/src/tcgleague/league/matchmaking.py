@@ -7,6 +7,8 @@ Rows follow the env: row 2g + s is seat s of game g. A game is one of
     exploiter - learner vs the live main exploiter (league/exploiter.py): one row each. The
                 learner plays its row without training on it (AlphaStar's main agents meet
                 exploiters only as frozen pool members), unless learner_trains_vs_exploiter.
+                With exploiter_opponent = snapshot the exploiter's frozen snapshot of the
+                learner plays that seat instead: both rows are the opponent side's.
 A game's matchup and the learner's seat are redrawn only when that game's episode ends
 (`on_episode_end(games)`), never mid-game: switching opponent mid-game would hand the learner
 a game state (and an LSTM state) produced by someone else, and credit it with rewards it did
@@ -65,6 +67,7 @@ class Matchmaker:
     ):
         self.cfg = cfg
         self.exploiter_ratio = cfg.exploiter_ratio if exploiter else 0.0
+        self.vs_snapshot = cfg.exploiter_opponent == "snapshot"  # the exploiter's games leave the learner out
         self.num_games, self.num_rows = int(num_games), 2 * int(num_games)
         self.bots = tuple(bots)
         self._ids: list[str] = [SELF, *BOTS]
@@ -106,6 +109,14 @@ class Matchmaker:
             return np.zeros(0, dtype=np.int64)
         games = np.flatnonzero(self.game_code == self.code_of(EXPLOITER))
         return 2 * games + 1 - self.learner_seat[games]
+
+    def exploiter_target_rows(self) -> np.ndarray:
+        """Env rows the exploiter's snapshot plays now (the learner's seat of its games; none
+        unless exploiter_opponent = snapshot), ascending."""
+        if not (self.exploiter_ratio and self.vs_snapshot):
+            return np.zeros(0, dtype=np.int64)
+        games = np.flatnonzero(self.game_code == self.code_of(EXPLOITER))
+        return 2 * games + self.learner_seat[games]
 
     def in_use(self) -> set[str]:
         return {self._ids[c] for c in np.unique(self.game_code)}
@@ -183,16 +194,20 @@ class Matchmaker:
 
     def _update_mask(self, games: np.ndarray) -> None:
         """Row masks of `games`: the opponent side plays the seat that is not the learner's (none
-        in self-play); the learner trains on every other row, except its seat of a game against
-        the live exploiter unless learner_trains_vs_exploiter (a row in neither mask is played
-        by the learner and not stored)."""
+        in self-play; both in the exploiter's games vs its snapshot); the learner trains on
+        every other row, except its seat of a game against the live exploiter unless
+        learner_trains_vs_exploiter (a row in neither mask is played by the learner and not
+        stored)."""
         selfplay = self.game_code[games] == 0
         seat = self.learner_seat[games]
         trains = np.ones(len(games), dtype=bool)
-        if self.exploiter_ratio and not self.cfg.learner_trains_vs_exploiter:
-            trains = self.game_code[games] != self.code_of(EXPLOITER)
+        vs_exploiter = np.zeros(len(games), dtype=bool)
+        if self.exploiter_ratio:
+            vs_exploiter = self.game_code[games] == self.code_of(EXPLOITER)
+            if not self.cfg.learner_trains_vs_exploiter:
+                trains = ~vs_exploiter
         for s in (0, 1):
-            theirs = ~selfplay & (seat != s)
+            theirs = (~selfplay & (seat != s)) | (vs_exploiter & self.vs_snapshot)
             self.opponent_mask[2 * games + s] = theirs
             self.learner_mask[2 * games + s] = ~theirs & trains
 

@@ -99,6 +99,11 @@ class LeagueOpponents:
             return out
         who = self.opponent_of_rows(rows)
         frozen = np.ones(len(rows), dtype=bool)
+        target = np.isin(rows, self.matchmaker.exploiter_target_rows())
+        if target.any():  # the exploiter's snapshot of the learner, in the exploiter's games
+            out[target] = self.exploiter.act_as_target(obs, rows[target])
+            frozen &= ~target
+            who = np.where(target, None, who)
         for name, actor in self.actors.items():
             sel = who == name
             frozen &= ~sel
@@ -122,7 +127,7 @@ class LeagueOpponents:
         mm = self.matchmaker
         mask = mm.learner_mask.copy()
         if self.exploiter is not None:
-            self.exploiter.after_step(mm.exploiter_rows(), rewards, terminals, truncations)
+            self.exploiter.after_step(mm.exploiter_rows(), rewards, terminals, truncations, mm.exploiter_target_rows())
         done = np.flatnonzero(terminals[0::2] | truncations[0::2])
         if len(done) == 0:
             return mask
@@ -221,7 +226,8 @@ class LeagueOpponents:
 
     def join_pool(self, epoch: int, global_step: int) -> None:
         """The exploiter as it won becomes member x<epoch>; the learner's payoff vs it starts from
-        the window's games (mirrored), so PFSP draws it at once."""
+        the window's games (mirrored; against a snapshot, the learner as it was), so PFSP draws it
+        at once."""
         ex, manager = self.exploiter, self.manager
         member_id = self.unique_member_id(f"x{epoch:06d}")
         manager.ingest(
@@ -236,8 +242,9 @@ class LeagueOpponents:
         won = ex.last_window
         manager.payoff.update(LEARNER, member_id, float(won.losses), float(won.wins), float(won.draws))
         ex.joined += 1
+        target = "its snapshot of the learner" if ex.target is not None else "the learner"
         manager.log(
-            f"[league] exploiter {member_id} joins the pool: it won {won.winrate:.3f} of {won.games} games vs the learner"
+            f"[league] exploiter {member_id} joins the pool: it won {won.winrate:.3f} of {won.games} games vs {target}"
         )
         manager.retain()
 
