@@ -59,8 +59,8 @@ def build_exploiter(cfg: Config, env: VecEnv, device: torch.device) -> MainExplo
     seed = cfg.base.seed + EXPLOITER_SEED_OFFSET
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
-    snapshot = cfg.league.exploiter_opponent == "snapshot"
-    return MainExploiter(policy, sampler, cfg.train, exploiter_share(cfg.league), env.num_agents, seed, snapshot)
+    share, snapshot = exploiter_share(cfg.league), cfg.league.exploiter_plays_snapshot
+    return MainExploiter(policy, sampler, cfg.train, share, env.num_agents, seed, snapshot)
 
 
 def build_opponents(

@@ -371,12 +371,12 @@ def _league(v: Any, field: str) -> None:
     _optimizer(exploiter.get("optimizer"), f"{where}.optimizer")
     for key in ("state_h", "state_c"):
         _tensor(exploiter.get(key), f"{where}.{key}", "float")
-    target = exploiter.get("target")  # its frozen snapshot of the learner (exploiter_opponent = snapshot)
-    if target is not None:
-        _dict(target, f"{where}.target")
-        _policy(target.get("policy"), f"{where}.target.policy")
+    snapshot = exploiter.get("snapshot")  # its frozen copy of the learner (exploiter_opponent = snapshot)
+    if snapshot is not None:
+        _dict(snapshot, f"{where}.snapshot")
+        _policy(snapshot.get("policy"), f"{where}.snapshot.policy")
         for key in ("state_h", "state_c"):
-            _tensor(target.get(key), f"{where}.target.{key}", "float")
+            _tensor(snapshot.get(key), f"{where}.snapshot.{key}", "float")
 
 
 RESUME_CHECKS: dict[str, Callable[[Any, str], None]] = {

@@ -129,10 +129,15 @@ class LeagueSection:
     opponent_batch: int = 256  # max rows per member in one stacked frozen forward (padded)
     verification_members: int = 0  # members a candidate also plays: those the learner has played least
     exploiter_ratio: float = 0.0  # share of games vs the main exploiter (0 = no exploiter)
-    exploiter_join_winrate: float = 0.7  # its win rate vs the main agent that makes it a pool member
+    exploiter_join_winrate: float = 0.7  # its win rate vs the main agent (or snapshot) that makes it a member
     exploiter_reset_epochs: int = 300  # epochs after which an exploiter that never joined restarts
     learner_trains_vs_exploiter: bool = False  # the learner also trains on its seat of exploiter games
     exploiter_opponent: str = "learner"  # learner (live) | snapshot (the learner's weights at its restart)
+
+    @property
+    def exploiter_plays_snapshot(self) -> bool:
+        """The exploiter's games are against its frozen snapshot of the learner, not the learner."""
+        return self.exploiter_opponent == "snapshot"
 
 
 @dataclass

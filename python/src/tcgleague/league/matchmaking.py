@@ -67,7 +67,7 @@ class Matchmaker:
     ):
         self.cfg = cfg
         self.exploiter_ratio = cfg.exploiter_ratio if exploiter else 0.0
-        self.vs_snapshot = cfg.exploiter_opponent == "snapshot"  # the exploiter's games leave the learner out
+        self.vs_snapshot = cfg.exploiter_plays_snapshot  # the exploiter's games leave the learner out
         self.num_games, self.num_rows = int(num_games), 2 * int(num_games)
         self.bots = tuple(bots)
         self._ids: list[str] = [SELF, *BOTS]
@@ -110,7 +110,7 @@ class Matchmaker:
         games = np.flatnonzero(self.game_code == self.code_of(EXPLOITER))
         return 2 * games + 1 - self.learner_seat[games]
 
-    def exploiter_target_rows(self) -> np.ndarray:
+    def snapshot_rows(self) -> np.ndarray:
         """Env rows the exploiter's snapshot plays now (the learner's seat of its games; none
         unless exploiter_opponent = snapshot), ascending."""
         if not (self.exploiter_ratio and self.vs_snapshot):

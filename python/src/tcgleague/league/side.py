@@ -92,18 +92,18 @@ class LeagueOpponents:
         return rows[mm.learner_mask[rows]], rows[mm.opponent_mask[rows]]
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """One batched call per bot and for the exploiter, one stacked forward for all the
-        frozen members."""
+        """One batched call per bot, for the exploiter and for its snapshot, one stacked forward
+        for all the frozen members."""
         out = np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
         if len(rows) == 0:
             return out
         who = self.opponent_of_rows(rows)
         frozen = np.ones(len(rows), dtype=bool)
-        target = np.isin(rows, self.matchmaker.exploiter_target_rows())
-        if target.any():  # the exploiter's snapshot of the learner, in the exploiter's games
-            out[target] = self.exploiter.act_as_target(obs, rows[target])
-            frozen &= ~target
-            who = np.where(target, None, who)
+        snapshot = np.isin(rows, self.matchmaker.snapshot_rows())
+        if snapshot.any():  # the exploiter's snapshot of the learner, in the exploiter's games
+            out[snapshot] = self.exploiter.act_as_snapshot(obs, rows[snapshot])
+            frozen &= ~snapshot
+            who = np.where(snapshot, None, who)
         for name, actor in self.actors.items():
             sel = who == name
             frozen &= ~sel
@@ -127,7 +127,7 @@ class LeagueOpponents:
         mm = self.matchmaker
         mask = mm.learner_mask.copy()
         if self.exploiter is not None:
-            self.exploiter.after_step(mm.exploiter_rows(), rewards, terminals, truncations, mm.exploiter_target_rows())
+            self.exploiter.after_step(mm.exploiter_rows(), rewards, terminals, truncations, mm.snapshot_rows())
         done = np.flatnonzero(terminals[0::2] | truncations[0::2])
         if len(done) == 0:
             return mask
@@ -137,7 +137,7 @@ class LeagueOpponents:
             if who == SELF:
                 continue
             winner, seat = info["winner"], mm.learner_seat[g]
-            if who == EXPLOITER:  # a moving target: its own window, not the payoff
+            if who == EXPLOITER:  # the exploiter's window, not the learner's payoff
                 self.exploiter.record(win=winner == 1 - seat, loss=winner == seat)
                 continue
             self.results.append((str(who), winner == seat, winner == 1 - seat))
@@ -195,11 +195,13 @@ class LeagueOpponents:
 
     def train_exploiter(self, epoch: int, global_step: int, main: torch.nn.Module) -> None:
         """Until the league is active the exploiter has no games and follows the learner's
-        weights. Then, every checkpoint_add_interval epochs, it joins the pool (no evaluation
-        match: its training games vs the learner are the test) if it beat the learner, and
-        restarts from the learner when it joined or timed out; otherwise it trains on its epoch."""
+        weights; one that has no snapshot of the learner yet (a fresh one, or resumed from a
+        checkpoint without one) takes it now. Then, every checkpoint_add_interval epochs, it joins
+        the pool (no evaluation match: its training games are the test) if it beat the learner
+        (or its snapshot), and restarts from the learner when it joined or timed out; otherwise
+        it trains on its epoch."""
         ex, cfg = self.exploiter, self.cfg
-        if not self.matchmaker.is_active(global_step):
+        if not self.matchmaker.is_active(global_step) or ex.needs_snapshot:
             ex.restart_from(main)
             self.exploiter_metrics = ex.discard()
             return
@@ -242,9 +244,9 @@ class LeagueOpponents:
         won = ex.last_window
         manager.payoff.update(LEARNER, member_id, float(won.losses), float(won.wins), float(won.draws))
         ex.joined += 1
-        target = "its snapshot of the learner" if ex.target is not None else "the learner"
+        opponent = "its snapshot of the learner" if ex.snapshot is not None else "the learner"
         manager.log(
-            f"[league] exploiter {member_id} joins the pool: it won {won.winrate:.3f} of {won.games} games vs {target}"
+            f"[league] exploiter {member_id} joins the pool: it won {won.winrate:.3f} of {won.games} games vs {opponent}"
         )
         manager.retain()
 
@@ -373,3 +375,8 @@ class LeagueOpponents:
             return
         with league_field("exploiter"):
             self.exploiter.load_state_dict(state, exact)
+        if self.exploiter.needs_snapshot:
+            log(
+                "[resume] note: the checkpoint's main exploiter played the live learner: at the end of the next "
+                "epoch it restarts from the learner and takes its snapshot"
+            )
