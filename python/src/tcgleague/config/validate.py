@@ -277,7 +277,7 @@ def validate(cfg: Config) -> None:
         f"must be one of {', '.join(EXPLOITER_OPPONENTS)} (e.g. snapshot)",
     )
     check(
-        not (lg.learner_trains_vs_exploiter and lg.exploiter_opponent == "snapshot"),
+        not (lg.learner_trains_vs_exploiter and lg.exploiter_plays_snapshot),
         "league",
         "learner_trains_vs_exploiter",
         "must be false while exploiter_opponent = snapshot: the learner plays none of the exploiter's games",
