@@ -67,7 +67,6 @@ class Matchmaker:
     ):
         self.cfg = cfg
         self.exploiter_ratio = cfg.exploiter_ratio if exploiter else 0.0
-        self.vs_snapshot = cfg.exploiter_plays_snapshot  # the exploiter's games leave the learner out
         self.num_games, self.num_rows = int(num_games), 2 * int(num_games)
         self.bots = tuple(bots)
         self._ids: list[str] = [SELF, *BOTS]
@@ -113,7 +112,7 @@ class Matchmaker:
     def snapshot_rows(self) -> np.ndarray:
         """Env rows the exploiter's snapshot plays now (the learner's seat of its games; none
         unless exploiter_opponent = snapshot), ascending."""
-        if not (self.exploiter_ratio and self.vs_snapshot):
+        if not (self.exploiter_ratio and self.cfg.exploiter_plays_snapshot):
             return np.zeros(0, dtype=np.int64)
         games = np.flatnonzero(self.game_code == self.code_of(EXPLOITER))
         return 2 * games + self.learner_seat[games]
@@ -206,8 +205,9 @@ class Matchmaker:
             vs_exploiter = self.game_code[games] == self.code_of(EXPLOITER)
             if not self.cfg.learner_trains_vs_exploiter:
                 trains = ~vs_exploiter
+        vs_snapshot = vs_exploiter & self.cfg.exploiter_plays_snapshot  # these games leave the learner out
         for s in (0, 1):
-            theirs = (~selfplay & (seat != s)) | (vs_exploiter & self.vs_snapshot)
+            theirs = (~selfplay & (seat != s)) | vs_snapshot
             self.opponent_mask[2 * games + s] = theirs
             self.learner_mask[2 * games + s] = ~theirs & trains
 
