@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from tcgleague import train as train_cli
+from tcgleague.bench.__main__ import main as bench_main
 from tcgleague.bots import GREEDY, RANDOM, random_actions
 from tcgleague.build import build_trainer
 from tcgleague.checkpoint import load_checkpoint
@@ -897,3 +898,15 @@ def test_resume_with_a_running_game_vs_a_member_whose_file_is_gone(tmp_path):
     resumed = LeagueOpponents(cfg, 2, manager=LeagueManager(cfg, tmp_path, play=Scripted(), log=quiet), seed=0)
     resumed.load_state_dict(state, exact=True, log=logs.append)
     assert resumed.matchmaker.opponent_ids() == [SELF, "e2"] and any("e1 cannot be loaded" in x for x in logs)
+
+
+def test_bench_league_times_a_candidates_evaluation_matches(tmp_path):
+    """`bench league` on the smoke config: besides the two throughputs, one candidate's
+    evaluation matches were played - eval_games vs the champion and vs greedy - and timed."""
+    out = tmp_path / "league.json"
+    argv = ["league", "--config", str(CONFIGS / "smoke.ini"), "--members", "3", "--epochs", "1", "--json", str(out)]
+    assert bench_main(argv) == 0
+    figures = json.loads(out.read_text())
+    assert figures["candidate_games"] == 2 * load_config(CONFIGS / "smoke.ini").league.eval_games
+    assert figures["candidate_seconds"] > 0 and figures["candidate_epochs"] > 0
+    assert figures["sps_league"] > 0 and figures["sps_selfplay"] > 0

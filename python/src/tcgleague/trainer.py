@@ -287,7 +287,6 @@ class Trainer:
                 bot_side(bot, seed + 1),
                 cfg.train.eval_games,
                 seed,
-                parallel=128,
                 turn_cap=cfg.env.turn_cap,
             )
             out[f"eval/winrate_vs_{bot}"] = report.winrate

@@ -1,6 +1,8 @@
 """league: learner decisions/s with league training against a pool of frozen members (plus
 self-play and bot games) next to pure self-play, measured side by side in one process with
-alternating epochs (the machine is shared and noisy)."""
+alternating epochs (the machine is shared and noisy); then what one candidate's evaluation
+matches cost (vs the champion, greedy and the verification members), in seconds and in league
+epochs: the league pays it every checkpoint_add_interval epochs."""
 
 from __future__ import annotations
 
@@ -41,6 +43,22 @@ def timed_epoch(trainer) -> float:
     return time.perf_counter() - start
 
 
+def timed_candidate(trainer) -> tuple[float, int]:
+    """Seconds of one candidate's evaluation matches - the learner, ingested as a candidate,
+    plays the champion (the oldest filler member: a running league has one), the baselines and
+    [league] verification_members members - and the games its promotion decision rests on."""
+    league, module = trainer.opponents, trainer.policy
+    league.manager.champion = league.manager.pool_ids()[0]
+    league.manager.ingest(
+        "bench_candidate", module.state_dict(), module.config.to_dict(), trainer.sampler.get_sampling_params()
+    )
+    start = time.perf_counter()
+    decision = league.manager.evaluate("bench_candidate")
+    seconds = time.perf_counter() - start
+    played = [decision.vs_champion or (), *decision.vs_baselines.values()]
+    return seconds, sum(sum(tally) for tally in played)
+
+
 def run(args: argparse.Namespace) -> dict:
     league_keys = [
         "--league.enable",
@@ -69,6 +87,8 @@ def run(args: argparse.Namespace) -> dict:
     batch = selfplay.cfg.train.batch_size
     sps = {k: batch * args.epochs / v for k, v in seconds.items()}
     fractions = league.opponents.metrics()
+    candidate_seconds, candidate_games = timed_candidate(league)
+    candidate_epochs = candidate_seconds / (seconds["league"] / args.epochs)
     figures = {
         "sps_selfplay": sps["selfplay"],
         "sps_league": sps["league"],
@@ -76,6 +96,9 @@ def run(args: argparse.Namespace) -> dict:
         "members": len(league.opponents.pool.ids()),
         "frozen_forwards": league.opponents.pool.forwards,
         "epochs": args.epochs,
+        "candidate_seconds": candidate_seconds,
+        "candidate_epochs": candidate_epochs,
+        "candidate_games": candidate_games,
         "device": str(league.device),
         **{k: v for k, v in fractions.items() if k.endswith("_fraction")},
     }
@@ -94,6 +117,11 @@ def run(args: argparse.Namespace) -> dict:
                 " / ".join(
                     f"{fractions.get(f'league/{k}_fraction', 0.0):.2f}" for k in ("latest_opponent", "frozen", "bot")
                 ),
+                "",
+            ),
+            (
+                "one candidate's evaluation matches (s / league epochs)",
+                f"{candidate_seconds:.1f} / {candidate_epochs:.1f}",
                 "",
             ),
         ],

@@ -41,17 +41,17 @@ PlayMatch = Callable[[str, str, int], Tally]  # (a, b, games) -> a's tally
 class MemberMatches:
     """PlayMatch with the game runner (match.play_match, duplicate deals): ids are bots or pool
     members (loaded from `store`). Seeded from (seed, a, b), so a match replays identically
-    after a resume. Members play on `device` (the run's)."""
+    after a resume. Members play on `device` (the run's), at the runner's default number of
+    games at once (a whole eval_games match in one wave: fewer, larger forwards)."""
 
     def __init__(
         self,
         store: MemberStore,
         seed: int = 0,
         turn_cap: int | None = None,
-        parallel: int = 64,
         device: torch.device | str = "cpu",
     ):
-        self.store, self.seed, self.turn_cap, self.parallel = store, int(seed), turn_cap, int(parallel)
+        self.store, self.seed, self.turn_cap = store, int(seed), turn_cap
         self.device = torch.device(device)
 
     def side(self, member_id: str, seed: int):
@@ -65,7 +65,7 @@ class MemberMatches:
             return Tally()
         seed = (self.seed * 1_000_003 + zlib.crc32(f"{a}|{b}".encode())) % (2**31)
         extra = {"turn_cap": self.turn_cap} if self.turn_cap is not None else {}
-        report = play_match(self.side(a, seed), self.side(b, seed + 1), games, seed, parallel=self.parallel, **extra)
+        report = play_match(self.side(a, seed), self.side(b, seed + 1), games, seed, **extra)
         return report.tally
 
 
