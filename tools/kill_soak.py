@@ -15,7 +15,6 @@ Prints one line per round and a summary; exits 1 if anything was corrupt or a re
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import signal
 import subprocess
@@ -24,11 +23,10 @@ import time
 from pathlib import Path
 from typing import IO
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python" / "src"))
+from tcgleague.atomic import TEMP_MARK
+from tcgleague.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
 
-from tcgleague.atomic import TEMP_MARK  # noqa: E402
-from tcgleague.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]  # the checkout: train.py and configs/ are read from here
 
 RUN = ["--config", "configs/smoke.ini", "--league-enable", "--train.checkpoint-interval", "1"]
 RUN += ["--train.eval-interval", "0", "--train.max-checkpoints", "3"]
@@ -51,8 +49,7 @@ def start(base: Path, resume: bool, total: int, stderr: IO[str]) -> subprocess.P
     ]
     if resume:
         argv += ["--resume-checkpoint", "latest", "--resume-load-optimizer"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python" / "src"))
-    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
 
 
 def read_back(log: IO[str]) -> str:

@@ -20,8 +20,8 @@ import pufferlib.pufferl as pufferl
 import pufferlib.vector
 import torch
 
-from tcgleague.bench.peers import SnapshotLog, command_line
 from tcgleague.bench.peers.pufferl_policy import CONFIG, NUM_ENVS, PeerLSTM, load, puff_advantage
+from tcgleague.bench.peers.shared import SnapshotLog, command_line
 from tcgleague.bench.peers.versus_bot import VersusBot
 
 

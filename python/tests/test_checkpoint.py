@@ -1,11 +1,11 @@
 """Checkpoints, resume and evaluate_checkpoint: exact continuation, refusals that say
 what differs, source-hash warnings, integrity errors, atomic saves, retention, compiled-model
-keys, the post-resume health probe, and the duplicate-format evaluation."""
+keys, the post-resume health probe, and evaluate_checkpoint's JSON report. (The duplicate format
+with a trained policy: test_match.py; the Wilson interval: test_scoring.py.)"""
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from pathlib import Path
@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 import torch
 
-from state_compare import assert_same
+from helpers.state_compare import assert_same
+from helpers.wilson import wilson_by_hand
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague import train as train_cli
 from tcgleague.build import build_trainer
@@ -22,10 +23,7 @@ from tcgleague.checkpoint import CheckpointError, latest_checkpoint, list_checkp
 from tcgleague.config import load_config
 from tcgleague.env import TCGEnv
 from tcgleague.layout import PASS
-from tcgleague.match import bot_side, play_match, policy_side
-from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
-from tcgleague.scoring import Tally, wilson_interval
 from tcgleague.train import checkpoint_writer
 from tcgleague.trainer import Trainer
 
@@ -161,11 +159,13 @@ def test_serial_backend_resume_is_exact(tmp_path):
     b.train_epoch()
     assert len(b.env.state_dict()["engines"]) == 2
     assert_same(a.policy.state_dict(), b.policy.state_dict(), "policy")
-    assert_same(a.optimizer.state_dict(), b.optimizer.state_dict(), "optimizer")
-    assert_same(a.generator.get_state(), b.generator.get_state(), "generator")
+    assert_same(a.learner.optimizer.state_dict(), b.learner.optimizer.state_dict(), "optimizer")
+    assert_same(a.learner.generator.get_state(), b.learner.generator.get_state(), "generator")
     assert_same(a.env.state_dict()["engines"], b.env.state_dict()["engines"], "engines")
     assert a.global_step == b.global_step == 1024
-    assert torch.equal(a.learner.state.h, b.learner.state.h) and torch.equal(a.learner.state.c, b.learner.state.c)
+    assert torch.equal(a.learner.actor.state.h, b.learner.actor.state.h) and torch.equal(
+        a.learner.actor.state.c, b.learner.actor.state.c
+    )
 
 
 def test_weights_only_resume_continues_anneals_by_offset_and_resets_critic(straight, tmp_path, capsys):
@@ -459,53 +459,6 @@ def test_evaluate_checkpoint_json_report(straight, tmp_path, capsys):
         with pytest.raises(SystemExit):
             eval_cli.main(argv)
     assert "give the checkpoint once" in capsys.readouterr().err
-
-
-def wilson_by_hand(score: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The Wilson score interval, written out independently of scoring.py."""
-    p = score / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def test_wilson_interval_known_values():
-    # 8 of 10: the textbook 95 % Wilson interval (Newcombe 1998) is [0.4902, 0.9433]
-    assert wilson_interval(8, 10) == pytest.approx((0.4902, 0.9433), abs=1e-4)
-    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
-    assert wilson_interval(10, 10) == pytest.approx((0.7225, 1.0), abs=1e-4)
-    assert wilson_interval(0, 0) == (0.0, 1.0)
-    # draws count half: 3 wins, 2 draws, 5 losses score 4 of 10
-    t = Tally(wins=3, losses=5, draws=2)
-    assert t.games == 10 and t.winrate == pytest.approx(0.4)
-    assert t.wilson() == pytest.approx(wilson_by_hand(4, 10), abs=1e-12)
-    assert Tally(draws=7).winrate == 0.5
-
-
-def play_duplicate(policy, sampler, opponent: str, episodes: int, seed: int, parallel: int):
-    """The former evaluate.play_duplicate: the policy vs a bot, through the game runner."""
-    return play_match(
-        policy_side(policy, sampler, seed), bot_side(opponent, seed + 1), episodes, seed, parallel=parallel
-    )
-
-
-def test_duplicate_format_gives_the_learner_both_hands_of_every_deal(straight):
-    _, run_a = straight
-    loaded = load_checkpoint(ckpt(run_a, 1))
-    report = play_duplicate(loaded.policy, TCGSampler(), "greedy", episodes=24, seed=5, parallel=5)
-    assert report.games == 24
-    by_deal: dict = {}
-    for r in report.records:
-        by_deal.setdefault(r.deal, []).append(r)
-    assert len(by_deal) == 12
-    for deal, (g1, g2) in by_deal.items():
-        assert {g1.swapped, g2.swapped} == {False, True} and g1.seat == g2.seat == deal % 2
-        assert g1.went_first != g2.went_first
-        assert (g1.deck, g1.opp_deck) == (g2.opp_deck, g2.deck), "the learner plays each side's hand once"
-    again = play_duplicate(loaded.policy, TCGSampler(), "greedy", episodes=24, seed=5, parallel=7)
-    assert sorted((r.deal, r.swapped, r.deck, r.went_first) for r in again.records) == sorted(
-        (r.deal, r.swapped, r.deck, r.went_first) for r in report.records
-    ), "deals are pre-generated"
 
 
 # ---- engine state ------------------------------------------------------------------------------------

@@ -37,8 +37,8 @@ from tcgleague.policy import tcg_policy
 
 SMOKE = "configs/smoke.ini"
 BASE_ARGS = ["--config", SMOKE, "--train.eval-interval", "0", "--train.checkpoint-interval", "1"]
-# The fixture trains one epoch (512 steps); a resume that is (wrongly or rightly) accepted trains one more.
-TRAIN_ARGS = [*BASE_ARGS, "--train.total-timesteps", "512"]
+# `trained` is conftest's smoke_checkpoint: BASE_ARGS for one epoch (512 steps). A resume that is
+# (wrongly or rightly) accepted trains one more.
 RESUME_ARGS = [*BASE_ARGS, "--train.total-timesteps", "1024"]
 CONVERT = "python -m tcgleague.checkpoint convert"
 
@@ -47,13 +47,11 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> Path:
-    """The epoch-1 checkpoint of a one-epoch smoke run: weights, optimizer, scheduler, RNG and
-    run state (every game's engine state)."""
-    base = tmp_path_factory.mktemp("exp")
-    assert train_cli.main([*TRAIN_ARGS, "--base.experiments-dir", str(base)]) == 0
-    (run_dir,) = run_dirs(base)
-    path = run_dir / "model_smoke_000001.pt"
+def trained(smoke_checkpoint) -> Path:
+    """The epoch-1 checkpoint of a one-epoch smoke run (conftest's smoke_checkpoint, shared: the
+    tests below damage copies of it only): weights, optimizer, scheduler, RNG and run state
+    (every game's engine state)."""
+    path = smoke_checkpoint
     state = torch.load(path, weights_only=True)
     assert {"optimizer", "scheduler", "rng", "run_state"} <= set(state) and state["global_step"] == 512
     return path
@@ -485,7 +483,7 @@ def test_missing_run_state_says_to_resume_without_the_optimizer(trained, tmp_pat
 
 def league_state(**changes) -> dict:
     cfg = load_config(SMOKE, [])
-    return dict(LeagueManager(cfg.league, None).state_dict(), **changes)
+    return dict(LeagueManager(cfg.league, None, device=torch.device("cpu")).state_dict(), **changes)
 
 
 @pytest.mark.parametrize("exact", [False, True], ids=["weights-only", "load-optimizer"])

@@ -1,8 +1,8 @@
 """The device-resident rollout and update: the collect loop reads nothing back from the device per
 env step (its host reads do not grow with the number of steps), StepTransfer's upload is a view on
-the CPU and carries rows, slots and flags exactly, the rollout buffer's spare slot and GAE (against a
-plain float64 reference loop, bit for bit), the compiled decision step (no recompile, same actions as
-eager), bf16 autocast of the loss, what `auto` resolves to, and episode starts zeroing the LSTM state.
+the CPU and carries rows, slots and flags exactly, the compiled decision step (no recompile, same
+actions as eager), bf16 autocast of the loss, what `auto` resolves to, and episode starts zeroing the
+LSTM state. (The rollout buffer's spare slot and GAE against a float64 reference: test_rollout.py.)
 
 Tests marked `gpu` need CUDA and are skipped without it: no sync in the hot loop under
 `torch.cuda.set_sync_debug_mode("error")`, no CUDA-graph re-recording in a later epoch, bf16 on CUDA.
@@ -28,7 +28,6 @@ from tcgleague.devices import compile_mode_for, resolve_device
 from tcgleague.layout import ACTION_WIDTH, OBS_SIZE
 from tcgleague.policy.tcg_sampler import draw_uniforms
 from tcgleague.ppo import STAT_NAMES, PPOUpdater, UpdateSettings
-from tcgleague.rollout import RolloutBuffer, discounted_sums, row_runs
 from tcgleague.trainer import Trainer
 from tcgleague.transfer import StepTransfer
 
@@ -144,18 +143,18 @@ def counted_collect(monkeypatch, batch_size: int, plant=None) -> tuple[Counter, 
 
     trainer.env.step = spy
     if plant is not None:
-        decide = trainer.learner.decide
+        decide = trainer.learner.actor.decide
 
         def planted(*args, **kwargs):
             d = decide(*args, **kwargs)
             plant(d)
             return d
 
-        trainer.learner.decide = planted
+        trainer.learner.actor.decide = planted
     params = trainer.sampler.params_tensor()
     with counting_host_reads(monkeypatch) as calls:
         trainer.collect(params)
-    assert trainer.buffer.size == batch_size
+    assert trainer.learner.buffer.size == batch_size
     assert len(steps) * NUM_GAMES == batch_size, "self-play: one stored decision per game per env step"
     return calls, len(steps)
 
@@ -251,159 +250,7 @@ def test_step_transfer_download_returns_int32_numpy_of_the_actions():
     assert np.array_equal(out, second.numpy()) and not np.array_equal(kept, out)
 
 
-# ---- 3. rollout buffer: the spare slot, GAE ------------------------------------------------------
-def test_store_writes_stored_slots_exactly_and_the_spare_slot_nowhere():
-    capacity, hidden = 8, 2
-    buf = RolloutBuffer(capacity=capacity, horizon=4, obs_size=3, hidden_size=hidden, num_rows=6)
-    buf.start_epoch()
-    g = torch.Generator().manual_seed(0)
-    for rows in ([0, 2, 4], [1, 3]):
-        reserved = buf.reserve(np.array(rows), np.zeros(len(rows), dtype=bool))
-        # one decision per game: the unstored ones (slot `capacity`) are interleaved
-        slots = torch.full((2 * len(rows),), capacity)
-        slots[::2] = torch.from_numpy(reserved)
-        n = len(slots)
-        spare = slots == capacity
-        data = {
-            "obs": torch.randn(n, 3, generator=g),
-            "actions": torch.randint(0, 50, (n, 4), generator=g),
-            "logprob": torch.randn(n, generator=g),
-            "value": torch.randn(n, generator=g),
-            "state_h": torch.randn(n, hidden, generator=g),
-            "state_c": torch.randn(n, hidden, generator=g),
-        }
-        data["obs"][spare] = 1e6  # marks what must never reach a stored slot
-        data["actions"][spare] = -7
-        for k in ("logprob", "value", "state_h", "state_c"):
-            data[k][spare] = -1e6
-        buf.store(slots, **data)
-        for name, src in data.items():
-            dst = getattr(buf, name)
-            assert dst.dtype == (torch.long if name == "actions" else torch.float32)
-            assert torch.equal(dst[slots[~spare]], src[~spare]), f"{name}: stored slots get exactly the values"
-            assert torch.equal(dst[capacity], src[spare][-1]) or torch.equal(dst[capacity], src[spare][0])
-    for name in ("obs", "actions", "logprob", "value", "state_h", "state_c"):
-        stored = getattr(buf, name)[:capacity]
-        assert not ((stored == 1e6) | (stored == -7) | (stored == -1e6)).any(), f"{name}: spare data leaked"
-        assert not getattr(buf, name)[5:capacity].any(), f"{name}: unreserved slots stay empty"
-
-
-def reference_sums(delta: np.ndarray, cont: np.ndarray, runs: list[list[int]]) -> np.ndarray:
-    """A[p] = delta[p] + cont[p] * A[next p] along each run, a float64 running sum, then float32."""
-    out = np.zeros(len(delta), dtype=np.float64)
-    for run in runs:
-        running = 0.0
-        for p in reversed(run):
-            running = float(delta[p]) + float(cont[p]) * running
-            out[p] = running
-    return out.astype(np.float32)
-
-
-def test_discounted_sums_match_a_float64_reference_loop_bit_for_bit():
-    g = np.random.default_rng(3)
-    lengths = [1, 9, 4, 37, 2, 16]
-    rows = np.repeat(np.arange(len(lengths)) * 3, lengths)  # sorted row ids, runs of different lengths
-    n = len(rows)
-    delta = (g.normal(size=n) * 10).astype(np.float32)
-    cont = np.where(g.random(n) < 0.2, 0.0, g.uniform(0.8, 1.0, n)).astype(np.float32)
-    grid = row_runs(rows)
-    assert grid.shape == (len(lengths), max(lengths))
-    runs = [[p for p in line if p >= 0] for line in grid.tolist()]
-    assert [len(r) for r in runs] == lengths
-    got = discounted_sums(torch.from_numpy(delta), torch.from_numpy(cont), grid)
-    want = torch.from_numpy(reference_sums(delta, cont, runs))
-    assert got.dtype == torch.float32 and torch.equal(got, want)
-    # and the sums do reach across a run (not just delta)
-    assert not torch.equal(got, torch.from_numpy(delta))
-
-
-def test_packed_gae_matches_a_plain_reference_loop_bit_for_bit():
-    """Random decisions of 5 rows with rewards, terminals and truncations: pack()'s advantages and
-    returns equal a step-by-step reference (float32 deltas as rollout.py forms them, a float64
-    running sum per row, rounded to float32)."""
-    g = np.random.default_rng(11)
-    capacity, horizon, num_rows, gamma, lam = 64, 4, 5, 0.97, 0.9
-    buf = RolloutBuffer(capacity, horizon, obs_size=3, hidden_size=2, num_rows=num_rows)
-    buf.start_epoch()
-    values = g.normal(size=capacity).astype(np.float32)
-    steps: list[dict] = []  # arrival order = slot order
-    last: dict[int, int] = {}
-    new_episode = np.ones(num_rows, dtype=bool)
-    while buf.size < capacity:
-        k = int(min(capacity - buf.size, g.integers(1, num_rows + 1)))
-        rows = g.choice(num_rows, size=k, replace=False)
-        slots = buf.reserve(rows, new_episode[rows])
-        z = torch.zeros
-        buf.store(
-            torch.from_numpy(slots),
-            z(k, 3),
-            z(k, 4, dtype=torch.long),
-            z(k),
-            torch.from_numpy(values[slots]),
-            z(k, 2),
-            z(k, 2),
-        )
-        for r, s in zip(rows.tolist(), slots.tolist()):
-            if r in last and not (steps[last[r]]["terminal"] or steps[last[r]]["truncated"]):
-                steps[last[r]]["next"] = s
-            steps.append({"row": r, "reward": np.float32(0), "terminal": False, "truncated": False, "next": None})
-            last[r] = s
-        new_episode[rows] = False
-        ev = g.choice(num_rows, size=int(g.integers(0, num_rows + 1)), replace=False)
-        rewards = (g.normal(size=len(ev)) * (g.random(len(ev)) < 0.7)).astype(np.float32)
-        terminal = g.random(len(ev)) < 0.15
-        truncated = ~terminal & (g.random(len(ev)) < 0.1)
-        buf.credit(ev, rewards, terminal, truncated)
-        for r, rew, te, tr in zip(ev.tolist(), rewards, terminal, truncated):
-            if r in last and not (steps[last[r]]["terminal"] or steps[last[r]]["truncated"]):  # after: no step's
-                s = steps[last[r]]
-                s["reward"] = np.float32(s["reward"] + rew)
-                s["terminal"] |= bool(te)
-                s["truncated"] |= bool(tr)
-        new_episode[ev[terminal | truncated]] = True
-    # the data exercise every case: terminals, truncations, links, and rows of different lengths
-    assert any(s["terminal"] for s in steps) and any(s["truncated"] for s in steps)
-    assert sum(s["next"] is not None for s in steps) > capacity // 2
-    assert len({sum(s["row"] == r for s in steps) for r in range(num_rows)}) > 2
-
-    # the trainer gives rows 0 and 3 the exact next value of their pending step (if they have one)
-    boot_rows, boot_values = np.array([0, 3]), np.array([0.25, -0.75], dtype=np.float32)
-    buf.bootstrap(boot_rows, torch.from_numpy(boot_values))
-    for r, v in zip(boot_rows.tolist(), boot_values):
-        if r in last and steps[last[r]]["next"] is None:
-            steps[last[r]]["boot"] = v
-
-    g32, l32 = np.float32(gamma), np.float32(lam)
-    delta = np.zeros(capacity, dtype=np.float32)
-    cont = np.zeros(capacity, dtype=np.float32)
-    mask = np.ones(capacity, dtype=np.float32)
-    for i, s in enumerate(steps):
-        v = values[i]
-        done = s["terminal"] or s["truncated"]
-        next_v = np.float32(0) if s["terminal"] else values[s["next"]] if s["next"] is not None else v
-        if s["next"] is None and not done:  # pending at the epoch's end
-            next_v = s.get("boot")
-        if next_v is None:  # pending with no next value: out of the loss, delta 0
-            mask[i] = 0.0
-        else:
-            delta[i] = (s["reward"] + g32 * next_v) - v
-        linked = s["next"] is not None and not (s["terminal"] or s["truncated"])
-        cont[i] = np.float32(linked) * g32 * l32
-    order = sorted(range(capacity), key=lambda i: (steps[i]["row"], i))  # packed: by row, then arrival
-    position = {i: p for p, i in enumerate(order)}
-    runs = [[position[i] for i in order if steps[i]["row"] == r] for r in range(num_rows)]
-    adv = reference_sums(delta[order], cont[order], [r for r in runs if r])
-    ret = adv + values[order]
-
-    batch = buf.pack(gamma, lam)
-    assert batch.rows.reshape(-1).tolist() == [steps[i]["row"] for i in order]
-    assert torch.equal(batch.advantage.reshape(-1), torch.from_numpy(adv))
-    assert torch.equal(batch.ret.reshape(-1), torch.from_numpy(ret))
-    assert torch.equal(batch.mask.reshape(-1), torch.from_numpy(mask[order]))
-    assert 0 < mask.sum() < capacity and any("boot" in s for s in steps)
-
-
-# ---- 4. compiled decision step on the CPU --------------------------------------------------------
+# ---- 3. compiled decision step on the CPU --------------------------------------------------------
 @pytest.mark.slow  # inductor C++ compile of the decision step: ~60 s cold on a 2-core box
 def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
     """`--train.compile true` on the CPU: a second epoch's collect compiles nothing new, and the
@@ -426,17 +273,17 @@ def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
     rows_np = np.flatnonzero(trainer.env.masks)
     flags = trainer.episode_start[rows_np].copy()
     flags[::3] = True  # some rows start a game, so both state paths are compared
-    slots = np.full(len(rows_np), trainer.buffer.capacity)
+    slots = np.full(len(rows_np), trainer.learner.buffer.capacity)
     obs, rows, _, starts = trainer.transfer.upload(trainer.obs, rows_np, slots, flags)
     h0 = torch.where(starts[:, None], 0.0, learner.state.h[rows])
     c0 = torch.where(starts[:, None], 0.0, learner.state.c[rows])
     assert h0.abs().sum() > 0, "carried LSTM state is part of the comparison"
-    rng = trainer.generator.get_state()
+    rng = trainer.learner.generator.get_state()
     d = learner.decide(obs, rows, params, episode_start=starts)
     got = [t.clone() for t in (d.actions, d.logprob, d.entropy, d.value, d.state_h, d.state_c)]
     h_next, c_next = learner.state.h[rows].clone(), learner.state.c[rows].clone()
-    trainer.generator.set_state(rng)
-    uniforms = draw_uniforms(len(rows), trainer.generator)
+    trainer.learner.generator.set_state(rng)
+    uniforms = draw_uniforms(len(rows), trainer.learner.generator)
     actions, logprob, entropy, value, h1, c1 = learner.step(obs, h0, c0, params, uniforms)
     assert torch.equal(got[0], actions), "compiled and eager pick different actions"
     assert torch.equal(got[4], h0) and torch.equal(got[5], c0), "the decision reports the state it started from"
@@ -447,7 +294,7 @@ def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
     assert counters["stats"]["unique_graphs"] == graphs, "deciding with episode starts recompiled the step"
 
 
-# ---- 5. bf16 autocast of the loss ----------------------------------------------------------------
+# ---- 4. bf16 autocast of the loss ----------------------------------------------------------------
 def bf16_against_fp32(*overrides: str) -> None:
     """One PPOUpdater.step in fp32 and in bf16 from the same weights, optimizer state and minibatch:
     the loss statistics agree to bf16 accuracy, the gradients point the same way, and bf16 really
@@ -456,7 +303,7 @@ def bf16_against_fp32(*overrides: str) -> None:
     t, dev = trainer.cfg.train, trainer.device
     params = trainer.sampler.params_tensor(dev)
     trainer.collect(params)
-    batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
+    batch = trainer.learner.buffer.pack(t.gamma, t.gae_lambda)
     coefs = torch.tensor([0.2, 0.5, 0.2, 0.01], device=dev)
     segments = t.minibatch_size // t.bptt_horizon
 
@@ -466,10 +313,10 @@ def bf16_against_fp32(*overrides: str) -> None:
         return PPOUpdater(policy, trainer.sampler, optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, dev)
 
     # one fp32 step first, so the PPO ratio and the Adam moments are away from their trivial start
-    warm = updater(trainer.policy, trainer.optimizer, "fp32")
+    warm = updater(trainer.policy, trainer.learner.optimizer, "fp32")
     warm.load_minibatch(batch, torch.arange(segments, device=dev))
     warm.step(params, coefs)
-    (p32, o32), (p16, o16) = (copy.deepcopy((trainer.policy, trainer.optimizer)) for _ in range(2))
+    (p32, o32), (p16, o16) = (copy.deepcopy((trainer.policy, trainer.learner.optimizer)) for _ in range(2))
     u32, u16 = updater(p32, o32, "fp32"), updater(p16, o16, "bf16")
     index = torch.randperm(batch.obs.shape[0], generator=torch.Generator().manual_seed(0))[:segments].to(dev)
     dtypes = {}
@@ -506,7 +353,7 @@ def test_bf16_step_matches_fp32_on_the_cpu():
     bf16_against_fp32()
 
 
-# ---- 6. what auto means ----------------------------------------------------------------------------
+# ---- 5. what auto means ----------------------------------------------------------------------------
 def test_device_auto_and_compile_auto_resolve_for_this_machine():
     assert resolve_device("auto") == (
         torch.device("cuda", torch.cuda.current_device()) if CUDA else torch.device("cpu")
@@ -530,9 +377,11 @@ def test_device_auto_and_compile_auto_resolve_for_this_machine():
     trainer = smoke_trainer("--base.device", "auto", "--train.compile", "auto", *batch_of(256))
     assert trainer.device == resolve_device("auto")
     assert next(trainer.policy.parameters()).device.type == trainer.device.type
-    assert trainer.buffer.obs.device.type == trainer.device.type
+    assert trainer.learner.buffer.obs.device.type == trainer.device.type
     if not CUDA:
-        assert not trainer.learner.compiled and not trainer.updater.compiled, "auto does not compile on the CPU"
+        assert not trainer.learner.actor.compiled and not trainer.learner.updater.compiled, (
+            "auto does not compile on the CPU"
+        )
         assert trainer.transfer.up is trainer.transfer.host, "no device copy on the CPU"
 
 
@@ -545,12 +394,12 @@ def test_a_cuda_device_always_carries_its_index(monkeypatch):
     assert resolve_device("cuda:2") == torch.device("cuda", 2)
 
 
-# ---- 7. episode starts zero the LSTM state -------------------------------------------------------
+# ---- 6. episode starts zero the LSTM state -------------------------------------------------------
 def test_episode_start_decides_from_a_zero_state_and_other_rows_keep_theirs():
     trainer = smoke_trainer(*batch_of(256))
     obs_np = trainer.env.reset(trainer.cfg.base.seed)
     rows_np = np.flatnonzero(trainer.env.masks)
-    num_rows = trainer.env.num_agents
+    num_rows = trainer.env.num_rows
     actor = PolicyActor(trainer.policy, trainer.sampler, num_rows, torch.Generator().manual_seed(0))
     g = torch.Generator().manual_seed(1)
     actor.state.h.copy_(torch.randn(num_rows, actor.policy.hidden_size, generator=g))
@@ -581,7 +430,7 @@ def test_episode_start_decides_from_a_zero_state_and_other_rows_keep_theirs():
     assert torch.equal(actor.state.c[others], stored_c[others])
 
 
-# ---- 8. CUDA ------------------------------------------------------------------------------------
+# ---- 7. CUDA ------------------------------------------------------------------------------------
 def sync_checked(fn, armed: dict):
     """`fn` run under torch.cuda.set_sync_debug_mode("error") while armed["on"]: a synchronising
     CUDA call inside it raises RuntimeError."""
@@ -605,8 +454,8 @@ def arm_hot_loop(trainer: Trainer, monkeypatch) -> dict:
     armed. (StepTransfer's non_blocking copies and its event wait are the step's one intended sync,
     so they stay outside.)"""
     armed = {"on": False, "calls": 0}
-    monkeypatch.setattr(trainer.learner, "decide", sync_checked(trainer.learner.decide, armed))
-    monkeypatch.setattr(trainer.buffer, "store", sync_checked(trainer.buffer.store, armed))
+    monkeypatch.setattr(trainer.learner, "decide", sync_checked(trainer.learner.actor.decide, armed))
+    monkeypatch.setattr(trainer.learner.buffer, "store", sync_checked(trainer.learner.buffer.store, armed))
     return armed
 
 
@@ -650,7 +499,7 @@ def test_cuda_compiled_epochs_record_cuda_graphs_once_and_never_sync(monkeypatch
         "--base.device", "cuda", "--train.compile", "true", "--train.compile-mode", "reduce-overhead",
         "--train.update-epochs", "2",
     )  # fmt: skip
-    assert trainer.learner.compiled and trainer.updater.compiled
+    assert trainer.learner.actor.compiled and trainer.learner.updater.compiled
     first = trainer.train_epoch()
     after_first = recorded["graphs"]
     assert after_first >= 2, "the decision step and the loss were recorded as CUDA graphs"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from state_compare import assert_same
+from helpers.state_compare import assert_same
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
@@ -159,7 +159,7 @@ def test_elastic_restart_resumes_from_latest_and_continues_exactly(selfplay, tmp
         "--resume-checkpoint",
         "latest",
         "--resume-load-optimizer",
-        script="python/tests/dist_failing_rank.py",
+        script="python/tests/helpers/dist_failing_rank.py",
         launcher=("--max-restarts", "1", "--monitor-interval", "0.5"),
         env={"FAIL_RANK": "1", "FAIL_EPOCH": "3", "FAIL_ONCE": "1"},
     )
@@ -174,7 +174,9 @@ def test_elastic_restart_resumes_from_latest_and_continues_exactly(selfplay, tmp
 
 def test_a_failing_rank_stops_the_whole_job_with_its_error(tmp_path):
     start = time.monotonic()
-    proc = torchrun(tmp_path, script="python/tests/dist_failing_rank.py", env={"FAIL_RANK": "1", "FAIL_EPOCH": "2"})
+    proc = torchrun(
+        tmp_path, script="python/tests/helpers/dist_failing_rank.py", env={"FAIL_RANK": "1", "FAIL_EPOCH": "2"}
+    )
     elapsed = time.monotonic() - start
     assert proc.returncode != 0 and elapsed < 60, (proc.returncode, elapsed)
     failures = proc.stderr.split("FAILED")[-1]  # torchrun's summary: every rank's failure, a root cause first
@@ -219,7 +221,7 @@ def test_a_hung_rank_fails_the_job_after_the_collective_timeout(tmp_path):
         tmp_path,
         "--dist.timeout-seconds",
         "5",
-        script="python/tests/dist_failing_rank.py",
+        script="python/tests/helpers/dist_failing_rank.py",
         env={"FAIL_RANK": "1", "FAIL_EPOCH": "2", "FAIL_HANG": "1"},
     )
     elapsed = time.monotonic() - start
@@ -300,7 +302,7 @@ def test_rank_seeds_keep_rank_zero_on_the_base_seed_and_differ_per_rank():
 def test_a_replica_manager_holds_the_pool_in_memory_and_drops_retired_weights(tmp_path):
     cfg = LeagueSection(enable=True, pool_size=2, keep_recent=1, keep_old=0)
     owner = LeagueManager(cfg, tmp_path / "league", play=lambda a, b, n: Tally(n, 0, 0), log=lambda m: None)
-    replica = LeagueManager(cfg, None, log=lambda m: None)
+    replica = LeagueManager(cfg, None, log=lambda m: None, device=torch.device("cpu"))
     arch = PolicyConfig(n_cards=load_card_pool().n_cards, hidden_size=16)
     sent: set[str] = set()
     for k in range(4):

@@ -20,6 +20,7 @@ from tcgleague.bots import GREEDY, RANDOM, random_actions
 from tcgleague.build import build_trainer
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
+from tcgleague.dist import SINGLE
 from tcgleague.env import TCGEnv
 from tcgleague.layout import DRAW, legal_from_obs
 from tcgleague.league import LeagueManager, LeagueOpponents
@@ -35,6 +36,8 @@ from tcgleague.policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.scoring import Tally
 from tcgleague.train import checkpoint_writer
+
+CPU = torch.device("cpu")
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -210,7 +213,7 @@ def test_not_yet_active_is_pure_selfplay():
     ingest_tiny(mgr, "m0")
     env = TCGEnv(num_games=6, seed=1)
     obs, _ = env.reset()
-    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=0)
+    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
     league.start(global_step=0)
     rng = np.random.default_rng(0)
     actions = np.zeros((env.num_agents, 4), dtype=np.int32)
@@ -238,7 +241,7 @@ def test_matchups_change_only_at_episode_boundaries():
     ingest_tiny(mgr, "m1", seed=1)
     env = TCGEnv(num_games=8, seed=5)
     obs, _ = env.reset()
-    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=2)
+    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=2, device=CPU, dist=SINGLE)
     league.start(global_step=0)
     mm = league.matchmaker
     rng = np.random.default_rng(1)
@@ -296,7 +299,7 @@ def test_matchups_change_only_at_episode_boundaries():
     # every finished non-self game reached the payoff, credited to the right side: the decayed
     # counts recomputed from the env's records equal the manager's, and the metric is their score
     assert outcomes.get(RANDOM) and outcomes.get(GREEDY)
-    league.record_results()  # what end_epoch does first
+    league.epoch_work.record_results(league.take_results())  # what end_epoch does first
     assert {who for (a, who) in mgr.payoff.table if a == LEARNER} == set(outcomes)
     metrics = league.metrics()
     for who, results in outcomes.items():
@@ -316,7 +319,7 @@ def _bot_league(cfg, games: int) -> tuple[LeagueOpponents, LeagueManager]:
     """A LeagueOpponents without an engine env (the random bot only) and "m0" in its pool."""
     mgr = LeagueManager(cfg, play=Scripted(), log=quiet)
     ingest_tiny(mgr, "m0")
-    league = LeagueOpponents(cfg, games, manager=mgr, seed=0)
+    league = LeagueOpponents(cfg, games, manager=mgr, seed=0, engine_env=None, device=CPU, dist=SINGLE)
     league.start(global_step=0)
     return league, mgr
 
@@ -353,7 +356,7 @@ def test_after_step_credits_the_learner_seat():
     mask = league.after_step(np.zeros(8, dtype=np.float32), terminals, truncations, records, global_step=10)
     assert list(mask) == in_force  # the mask of the step taken
     assert mgr.payoff.table == {}, "results reach the payoff once per epoch"
-    league.record_results()
+    league.epoch_work.record_results(league.take_results())
     assert mgr.payoff.table == {
         (LEARNER, RANDOM): [1.0, 0.0, 1.0],
         (RANDOM, LEARNER): [0.0, 0.0, 1.0],
@@ -367,7 +370,7 @@ def test_after_step_credits_the_learner_seat():
     _force(league, [RANDOM, RANDOM], seats=[1, 0])
     ended = (np.array([True, True, False, False]), np.array([False, False, True, True]))
     league.after_step(np.zeros(4, dtype=np.float32), *ended, [{"winner": 0}, {"winner": DRAW}], 10)
-    league.record_results()
+    league.epoch_work.record_results(league.take_results())
     assert mgr.payoff.table[(LEARNER, RANDOM)] == [0.0, 1.0, 2.0]  # a loss and a draw
     assert mgr.payoff.table[(RANDOM, LEARNER)] == [1.0, 1.0, 2.0]
     assert league.metrics()["league/payoff_vs_random"] == 0.25
@@ -382,7 +385,13 @@ def test_league_results_follow_the_winner_whatever_the_shaping():
     env = TCGEnv(num_games=8, seed=4, reward_shaping=5.0)
     obs, _ = env.reset()
     league = LeagueOpponents(
-        cfg, env.num_games, manager=LeagueManager(cfg, play=Scripted(), log=quiet), engine_env=env, seed=1
+        cfg,
+        env.num_games,
+        manager=LeagueManager(cfg, play=Scripted(), log=quiet),
+        engine_env=env,
+        seed=1,
+        device=CPU,
+        dist=SINGLE,
     )
     league.start(global_step=0)
     rng = np.random.default_rng(2)
@@ -403,7 +412,7 @@ def test_league_results_follow_the_winner_whatever_the_shaping():
             misread += (rewards[2 * g + seats[g]] > 0.5) != won
         league.after_step(rewards, terminals, truncations, infos, step)
     assert misread > 0, "the shaping never moved a final reward across 0.5: the check proves nothing"
-    league.record_results()
+    league.epoch_work.record_results(league.take_results())
     assert expected and all(league.manager.payoff.table[(LEARNER, o)] == t for o, t in expected.items())
 
 
@@ -419,18 +428,18 @@ def test_match_results_are_credited_to_the_right_player():
             assert row["games"] == 32 and (row["winrate"] > 0.6 if high else row["winrate"] < 0.4), seat
     # the manager's default player is the same runner, seen from its first argument
     store = MemberStore()
-    player = MemberMatches(store, seed=0)
+    player = MemberMatches(store, CPU, seed=0)
     a, b = player(GREEDY, RANDOM, 32), player(RANDOM, GREEDY, 32)
     assert a.games == b.games == 32 and a.winrate > 0.7 and b.winrate < 0.3
 
 
 # ---- the frozen pool --------------------------------------------------------------------------
 def test_opponent_state_reset_uses_row_indices():
-    empty = FrozenPool(num_rows=8, max_batch=16)
+    empty = FrozenPool(num_rows=8, max_batch=16, device=CPU)
     with pytest.raises(TypeError, match="boolean mask"):  # refused before any member too
         empty.reset_rows(np.ones(8, dtype=bool))
     policy, _ = tiny_policy()
-    pool = FrozenPool(num_rows=8, max_batch=16)
+    pool = FrozenPool(num_rows=8, max_batch=16, device=CPU)
     pool.add("m", policy)
     state = pool.state
     state.h.fill_(1.0)
@@ -463,7 +472,7 @@ def test_member_files_are_checkpoints_and_inference_is_batched_padded_and_gradie
     assert [bucket_size(n, 16) for n in (0, 1, 8, 9, 16, 40)] == [0, 8, 8, 16, 16, 16]
     env = TCGEnv(num_games=20, seed=0)
     obs, _ = env.reset()
-    pool = FrozenPool(env.num_agents, max_batch=16)
+    pool = FrozenPool(env.num_agents, max_batch=16, device=CPU)
     pool.add("m", loaded)
     pool.add("n", tiny_policy(seed=1)[0])
     frozen = pool.members["m"].policy
@@ -508,7 +517,7 @@ def test_stacked_forward_matches_each_member_alone():
     env = TCGEnv(num_games=12, seed=3)
     obs, _ = env.reset()
     rows = np.flatnonzero(env.masks)[:12]
-    pool = FrozenPool(env.num_agents, max_batch=64, seed=5)
+    pool = FrozenPool(env.num_agents, max_batch=64, device=CPU, seed=5)
     members = {"a": tiny_policy(seed=1)[0], "b": tiny_policy(seed=2)[0], "c": tiny_policy(seed=3)[0]}
     for m, policy in members.items():
         pool.add(m, policy, {"subaction_temperature": 0.5} if m == "b" else None)
@@ -594,7 +603,7 @@ def test_opponent_rows_never_enter_the_learner_batch(tmp_path):
 
     trainer.env.step = spy
     trainer.collect(trainer.sampler.params_tensor())
-    buf = trainer.buffer
+    buf = trainer.learner.buffer
     assert buf.size == trainer.cfg.train.batch_size and opponent_rows > 0
     assert np.array_equal(buf.rows[: buf.size], np.concatenate(learner_rows)[: buf.size])
 
@@ -801,13 +810,13 @@ def test_real_match_player_and_end_epoch(tmp_path):
         bot_ratio=0.5,
     )
     logs = []
-    mgr = LeagueManager(cfg, tmp_path, seed=0, log=logs.append, turn_cap=4)
+    mgr = LeagueManager(cfg, tmp_path, seed=0, log=logs.append, turn_cap=4, device=CPU)
     assert isinstance(mgr.play, MemberMatches)
     assert mgr.play(RANDOM, GREEDY, 5).games == 6  # whole duplicate deals: 5 -> 6 games
     assert mgr.play(RANDOM, GREEDY, 4) == mgr.play(RANDOM, GREEDY, 4)  # seeded by the pair
     env = TCGEnv(num_games=4, seed=0)
     env.reset()
-    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=0)
+    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
     league.start(0)
     policy, _ = tiny_policy()
     sampler = TCGSampler(subaction_temperature=0.7)
@@ -834,7 +843,7 @@ def test_real_match_player_and_end_epoch(tmp_path):
     } <= set(metrics)
     league.start(0)  # redraw, now with a member in the pool
     state = league.state_dict()
-    other = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=9)
+    other = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=9, device=CPU, dist=SINGLE)
     other.load_state_dict(state, exact=True, log=quiet)
     assert other.matchmaker.opponent_ids() == league.matchmaker.opponent_ids()
     assert np.array_equal(other.matchmaker.learner_mask, league.matchmaker.learner_mask)
@@ -850,7 +859,7 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
     mgr.evaluate("m0")
     env = TCGEnv(num_games=4, seed=2)
     obs, _ = env.reset()
-    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=4)
+    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=4, device=CPU, dist=SINGLE)
     league.start(global_step=0)
     assert set(league.matchmaker.opponent_ids()) == {"m0"}
     rng = np.random.default_rng(0)
@@ -864,7 +873,7 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
     state = league.state_dict()
     resumed_mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet)
     assert resumed_mgr.load()
-    resumed = LeagueOpponents(cfg, env.num_games, manager=resumed_mgr, engine_env=env, seed=99)
+    resumed = LeagueOpponents(cfg, env.num_games, manager=resumed_mgr, engine_env=env, seed=99, device=CPU, dist=SINGLE)
     resumed.load_state_dict(state, exact=True, log=quiet)
     assert resumed.matchmaker.opponent_ids() == league.matchmaker.opponent_ids()
     assert np.array_equal(resumed.matchmaker.learner_mask, league.matchmaker.learner_mask)
@@ -875,7 +884,7 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
     a, b = league.act(obs, theirs), resumed.act(obs, theirs)
     assert len(theirs) and np.array_equal(a, b)  # same state, same RNG: same actions
     # without `exact` only the pool comes back: the running matchups are this side's own
-    inexact = LeagueOpponents(cfg, env.num_games, manager=resumed_mgr, engine_env=env, seed=99)
+    inexact = LeagueOpponents(cfg, env.num_games, manager=resumed_mgr, engine_env=env, seed=99, device=CPU, dist=SINGLE)
     inexact.load_state_dict(state, exact=False, log=quiet)
     assert inexact.pool.ids() == ["m0"] and set(inexact.matchmaker.opponent_ids()) == {SELF}
 
@@ -889,13 +898,21 @@ def test_resume_with_a_running_game_vs_a_member_whose_file_is_gone(tmp_path):
         ingest_tiny(mgr, f"e{i}", epoch=i)
         mgr.evaluate(f"e{i}")
     assert mgr.pool_ids() == ["e0", "e2", "e3"] and list(mgr.store.retired) == ["e1"]
-    league = LeagueOpponents(cfg, 2, manager=mgr, seed=0)
+    league = LeagueOpponents(cfg, 2, manager=mgr, seed=0, engine_env=None, device=CPU, dist=SINGLE)
     league.start(0)
     _force(league, ["e1", "e2"], seats=[0, 1])
     state = league.state_dict()
     Path(mgr.store.retired["e1"]["path"]).unlink()
     logs = []
-    resumed = LeagueOpponents(cfg, 2, manager=LeagueManager(cfg, tmp_path, play=Scripted(), log=quiet), seed=0)
+    resumed = LeagueOpponents(
+        cfg,
+        2,
+        manager=LeagueManager(cfg, tmp_path, play=Scripted(), log=quiet),
+        seed=0,
+        engine_env=None,
+        device=CPU,
+        dist=SINGLE,
+    )
     resumed.load_state_dict(state, exact=True, log=logs.append)
     assert resumed.matchmaker.opponent_ids() == [SELF, "e2"] and any("e1 cannot be loaded" in x for x in logs)
 

@@ -4,9 +4,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from helpers.wandb_records import read_wandb_records
 from tcgleague.config import WandbSection
 from tcgleague.logger import Dashboard, RunLogger, resolve_wandb_mode
-from wandb_records import read_wandb_records
 
 
 @pytest.fixture

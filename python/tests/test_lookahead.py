@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import torch
 
-from tcgleague import train as train_cli
 from tcgleague.bots import make_bot, random_actions
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.engine import LAYOUT, position
@@ -37,12 +36,9 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("lookahead")
-    argv = ["--config", "configs/smoke.ini", "--train.total-timesteps", "512", "--train.eval-interval", "0"]
-    assert train_cli.main([*argv, "--base.experiments-dir", str(base)]) == 0
-    (path,) = base.glob("*/model_smoke_000001.pt")
-    return path
+def checkpoint(smoke_checkpoint) -> Path:
+    """The epoch-1 checkpoint of a one-epoch smoke run (conftest's, shared: read only)."""
+    return smoke_checkpoint
 
 
 def random_positions(n_games: int, steps: int, seed: int):

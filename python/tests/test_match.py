@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tcgleague.bots import GREEDY, RANDOM
+from tcgleague.checkpoint import load_checkpoint
 from tcgleague.env import TCGEnv
 from tcgleague.match import bot_side, make_deals, play_match, policy_side
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
@@ -111,3 +112,29 @@ def test_policy_side_state_is_per_game():
     assert by_game(reports[0]) == by_game(reports[1])
     assert reports[0].learner_decisions > 0 and np.isfinite(reports[0].entropy)
     assert 0.0 <= reports[0].noop_rate <= 1.0
+
+
+# ---- a trained policy (conftest's smoke checkpoint) -------------------------------------------------
+def play_duplicate(policy, sampler, opponent: str, episodes: int, seed: int, parallel: int):
+    """The former evaluate.play_duplicate: the policy vs a bot, through the game runner."""
+    return play_match(
+        policy_side(policy, sampler, seed), bot_side(opponent, seed + 1), episodes, seed, parallel=parallel
+    )
+
+
+def test_duplicate_format_gives_the_learner_both_hands_of_every_deal(smoke_checkpoint):
+    loaded = load_checkpoint(smoke_checkpoint)
+    report = play_duplicate(loaded.policy, TCGSampler(), "greedy", episodes=24, seed=5, parallel=5)
+    assert report.games == 24
+    by_deal: dict = {}
+    for r in report.records:
+        by_deal.setdefault(r.deal, []).append(r)
+    assert len(by_deal) == 12
+    for deal, (g1, g2) in by_deal.items():
+        assert {g1.swapped, g2.swapped} == {False, True} and g1.seat == g2.seat == deal % 2
+        assert g1.went_first != g2.went_first
+        assert (g1.deck, g1.opp_deck) == (g2.opp_deck, g2.deck), "the learner plays each side's hand once"
+    again = play_duplicate(loaded.policy, TCGSampler(), "greedy", episodes=24, seed=5, parallel=7)
+    assert sorted((r.deal, r.swapped, r.deck, r.went_first) for r in again.records) == sorted(
+        (r.deal, r.swapped, r.deck, r.went_first) for r in report.records
+    ), "deals are pre-generated"

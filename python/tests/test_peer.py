@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from tcgleague.bench.peers import LegalIndexActor, SnapshotLog, evaluate_vs_greedy, sample_masked
 from tcgleague.bench.peers.pufferl_policy import MASKED, PeerLSTM, puff_advantage
+from tcgleague.bench.peers.shared import LegalIndexActor, SnapshotLog, evaluate_vs_greedy, sample_masked
 from tcgleague.layout import COUNT, MAX_LEGAL
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-from tcgleague import train as train_cli
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.engine.cards import load_card_pool
 from tcgleague.env import TCGEnv
@@ -25,12 +24,9 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("play")
-    argv = ["--config", "configs/smoke.ini", "--train.total-timesteps", "512", "--train.eval-interval", "0"]
-    assert train_cli.main([*argv, "--base.experiments-dir", str(base)]) == 0
-    (path,) = base.glob("*/model_smoke_000001.pt")
-    return path
+def checkpoint(smoke_checkpoint) -> Path:
+    """The epoch-1 checkpoint of a one-epoch smoke run (conftest's, shared: read only)."""
+    return smoke_checkpoint
 
 
 def play(*args: str, stdin: str = "") -> subprocess.CompletedProcess:

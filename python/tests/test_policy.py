@@ -1,52 +1,20 @@
-"""TCGPolicy: config round trip, shapes, NONE row, the recurrence (recurrent.lstm_cell == nn.LSTMCell,
-ppo.unroll == stepping with the stored states restored at boundaries), gradients of the PPO loss, and
-torch.compile."""
+"""TCGPolicy: config round trip, seeding, shapes, NONE row, what the encoder sees, entity attention,
+and torch.compile. (The recurrence: recurrent.lstm_cell in test_recurrent.py; ppo.unroll and the PPO
+loss's gradients in test_ppo.py.)"""
 
 import pytest
 import torch
-from torch import nn
 
+from helpers.policy_data import make_policy, rollout_obs, zero_state
 from tcgleague.engine import LAYOUT
-from tcgleague.env import TCGEnv
 from tcgleague.layout import effects_from_obs, legal_from_obs
-from tcgleague.policy import PolicyConfig, TCGSampler, build_policy, gather_rows
+from tcgleague.policy import PolicyConfig, TCGSampler, gather_rows
 from tcgleague.policy.tcg_sampler import draw_uniforms
-from tcgleague.ppo import PPOLoss, unroll
-from tcgleague.recurrent import lstm_cell
-
-
-def zero_state(policy, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
-    return torch.zeros(batch, policy.hidden_size), torch.zeros(batch, policy.hidden_size)
-
-
-def rollout_obs(num_games=8, steps=24, seed=0):
-    """Real observations [steps, 2 * num_games, obs_size] from a random policy's legal play."""
-    env = TCGEnv(num_games=num_games, seed=seed)
-    obs, _ = env.reset()
-    policy = build_policy(PolicyConfig(n_cards=env.pool.n_cards, entity_dim=16, hidden_size=16, card_embed_dim=8), seed)
-    sampler = TCGSampler()
-    generator = torch.Generator().manual_seed(seed)
-    all_obs = []
-    state = zero_state(policy, env.num_agents)
-    with torch.no_grad():
-        for _ in range(steps):
-            o = torch.from_numpy(obs.copy())
-            all_obs.append(o)
-            x, ent = policy.encode(o)
-            out, state = policy.step(x, state)
-            legal, count = legal_from_obs(o)
-            actions, _, _ = sampler.sample(policy, out, ent, legal, count, generator=generator)
-            obs, *_ = env.step(actions.numpy())
-    return torch.stack(all_obs), env
 
 
 @pytest.fixture(scope="module")
 def data():
     return rollout_obs()
-
-
-def make_policy(env, seed=0, **kw):
-    return build_policy(PolicyConfig(n_cards=env.pool.n_cards, **kw), seed)
 
 
 def test_config_round_trip_and_unknown_keys():
@@ -160,153 +128,7 @@ def test_entity_attention_makes_entities_see_each_other_but_not_absent_ones(data
         assert torch.isfinite(ent).all()
 
 
-# ---- the recurrence ------------------------------------------------------------------------------
-def test_lstm_cell_is_bit_identical_to_nn_lstmcell_forward_and_backward():
-    g = torch.Generator().manual_seed(0)
-    cell = nn.LSTMCell(12, 20)
-    with torch.no_grad():
-        for p in cell.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.3)
-    x, h, c = (torch.randn(9, n, generator=g, requires_grad=True) for n in (12, 20, 20))
-    wh, wc = torch.randn(9, 20, generator=g), torch.randn(9, 20, generator=g)
-    inputs = [x, h, c, *cell.parameters()]
-    results = []
-    for fn in (lambda: cell(x, (h, c)), lambda: lstm_cell(cell, x, h, c)):
-        h2, c2 = fn()
-        grads = torch.autograd.grad((h2 * wh).sum() + (c2 * wc).sum(), inputs)
-        results.append((h2.detach(), c2.detach(), grads))
-    (h_ref, c_ref, g_ref), (h_got, c_got, g_got) = results
-    assert torch.equal(h_got, h_ref) and torch.equal(c_got, c_ref)
-    assert len(g_got) == len(g_ref) == 7
-    for name, a, b in zip(("x", "h", "c", "weight_ih", "weight_hh", "bias_ih", "bias_hh"), g_got, g_ref):
-        assert torch.equal(a, b), name
-        assert a.abs().sum() > 0, name
-
-
-def sequence(data, M=8, T=12, seed=1, **arch):
-    """obs [M, T, obs], boundaries (t = 0 plus mid-sequence restarts) and stored states [M, T, H]."""
-    obs, env = data
-    policy = make_policy(env, seed=seed, entity_dim=16, hidden_size=16, card_embed_dim=8, **arch)
-    o = obs[:T, :M].transpose(0, 1).contiguous()
-    boundary = torch.zeros(M, T)
-    boundary[:, 0] = 1.0
-    boundary[::2, 5] = 1.0
-    boundary[1::3, 9] = 1.0
-    g = torch.Generator().manual_seed(seed)
-    state_h = torch.randn(M, T, policy.hidden_size, generator=g)
-    state_c = torch.randn(M, T, policy.hidden_size, generator=g)
-    return policy, o, boundary, state_h, state_c
-
-
-def test_unroll_equals_stepping_with_stored_states_restored_at_boundaries(data):
-    """Training's recurrence replays the rollout: carry (h, c) from step to step, and where a
-    boundary marks a segment/row/episode start, restart from the state stored for that step."""
-    policy, obs, boundary, state_h, state_c = sequence(data)
-    M, T = boundary.shape
-    with torch.no_grad():
-        out, ent = unroll(policy, obs, boundary, state_h, state_c)
-        assert out.shape == (M * T, policy.hidden_size)
-        out = out.reshape(M, T, -1)
-        # the rollout's way: all M rows step together, one time step at a time. The encoder is
-        # row-wise; encoding the same [M * T] batch keeps the BLAS blocking identical, so the
-        # comparison is exact.
-        x, ent_ref = policy.encode(obs.reshape(M * T, -1))
-        assert torch.equal(ent, ent_ref)
-        x = x.reshape(M, T, -1)
-        h, c = torch.full_like(state_h[:, 0], float("nan")), torch.full_like(state_c[:, 0], float("nan"))
-        for t in range(T):
-            restart = torch.nonzero(boundary[:, t]).flatten()
-            h, c = h.clone(), c.clone()
-            h[restart], c[restart] = state_h[restart, t], state_c[restart, t]
-            step_out, (h, c) = policy.step(x[:, t], (h, c))
-            assert torch.equal(out[:, t], step_out), f"t = {t}"
-        # one row at a time, one step at a time (batch 1: BLAS may round differently, so close)
-        for m in range(M):
-            h = c = None
-            for t in range(T):
-                if boundary[m, t]:
-                    h, c = state_h[m, t][None], state_c[m, t][None]
-                xm, _ = policy.encode(obs[m, t][None])
-                step_out, (h, c) = policy.step(xm, (h, c))
-                torch.testing.assert_close(out[m, t], step_out[0], rtol=0, atol=1e-5)
-        # the boundaries matter: without the restarts the outputs after the first one differ
-        # (rows 0, 2, 4, 6 restart at t = 5), and the states stored off-boundary are never read
-        flat = torch.zeros(M, T)
-        flat[:, 0] = 1.0
-        no_restart, _ = unroll(policy, obs, flat, state_h, state_c)
-        no_restart = no_restart.reshape(M, T, -1)
-        assert torch.equal(no_restart[:, :5], out[:, :5])
-        assert not torch.allclose(no_restart[0, 5], out[0, 5], atol=1e-4)
-        assert torch.equal(no_restart[1, :9], out[1, :9]) and not torch.allclose(no_restart[1, 9], out[1, 9])
-        noise = torch.randn_like(state_h) * (1.0 - boundary)[..., None]
-        again, _ = unroll(policy, obs, boundary, state_h + noise, state_c - noise)
-        assert torch.equal(again.reshape(M, T, -1), out)
-        # a restart uses the stored state, not a zero state
-        zeroed, _ = unroll(policy, obs, boundary, state_h * (1.0 - boundary)[..., None], state_c)
-        assert not torch.allclose(zeroed.reshape(M, T, -1)[:, 0], out[:, 0], atol=1e-4)
-
-
-@pytest.mark.parametrize(
-    "arch",
-    [{}, {"entity_attention_layers": 1}, {"legal_scorer_dim": 8}, {"legal_scorer_dim": 8, "legal_effect_dim": 8}],
-    ids=["pooled", "attention", "legal_list", "legal_effects"],
-)
-def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, arch):
-    """The PPO loss (ppo.PPOLoss, what training differentiates) reaches every parameter, and a
-    policy builds only the heads it scores actions with."""
-    policy, obs, boundary, state_h, state_c = sequence(data, M=8, T=12, seed=2, **arch)
-    sampler = TCGSampler(1.0, 1.3, 0.1)
-    params = sampler.params_tensor()
-    M, T = boundary.shape
-    with torch.no_grad():
-        out, ent = unroll(policy, obs, boundary, state_h, state_c)
-        flat = obs.reshape(M * T, -1)
-        legal, count = legal_from_obs(flat)
-        assert (count > 0).sum() > M * T // 2
-        actions, logprob, _ = sampler.sample(
-            policy,
-            out,
-            ent,
-            legal,
-            count,
-            params=params,
-            generator=torch.Generator().manual_seed(0),
-            effects=effects_from_obs(flat),
-        )
-        value = policy.value(out)
-    g = torch.Generator().manual_seed(3)
-    noisy = lambda t: (t + 0.05 * torch.randn(t.shape, generator=g)).reshape(M, T)  # noqa: E731
-    loss_fn = PPOLoss(policy, sampler)
-    policy.zero_grad(set_to_none=True)
-    loss, stats = loss_fn(
-        obs,
-        actions.reshape(M, T, 4),
-        noisy(logprob),
-        noisy(value),
-        torch.randn(M, T, generator=g),
-        torch.randn(M, T, generator=g),
-        torch.ones(M, T),
-        boundary,
-        state_h,
-        state_c,
-        params,
-        torch.tensor([0.2, 0.5, 0.2, 0.01]),
-    )
-    assert torch.isfinite(loss) and torch.isfinite(stats).all()
-    loss.backward()
-    missing, bad, zero = [], [], []
-    for name, p in policy.named_parameters():
-        if p.grad is None:
-            missing.append(name)
-        elif not torch.isfinite(p.grad).all():
-            bad.append(name)
-        elif not p.grad.abs().sum() > 0:
-            zero.append(name)
-    assert not missing, f"parameters outside the loss: {missing}"
-    assert not bad, f"non-finite gradients: {bad}"
-    assert not zero, f"all-zero gradients: {zero}"
-
-
+# ---- torch.compile -------------------------------------------------------------------------------
 @pytest.mark.slow  # inductor C++ compile: ~10 s warm cache, 20-50 s cold on a loaded 2-core box
 def test_torch_compile_matches_eager(data):
     obs, env = data

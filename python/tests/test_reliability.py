@@ -240,7 +240,7 @@ def test_nan_loss_stops_training_naming_the_epoch_and_keeps_the_last_good_checkp
     # the update was rolled back: weights and Adam moments are exactly epoch 1's
     for name, value in trainer.policy.state_dict().items():
         assert torch.equal(value, good["policy"][name]), name
-    for i, moments in enumerate(trainer.optimizer.state.values()):
+    for i, moments in enumerate(trainer.learner.optimizer.state.values()):
         assert torch.equal(moments["exp_avg"], good["optimizer"]["state"][i]["exp_avg"])
         assert torch.equal(moments["step"], good["optimizer"]["state"][i]["step"])
 
@@ -248,7 +248,7 @@ def test_nan_loss_stops_training_naming_the_epoch_and_keeps_the_last_good_checkp
 def test_nan_loss_with_skip_batch_drops_that_update_and_trains_on(tmp_path, monkeypatch, capsys):
     trainer, run_dir = smoke_trainer(tmp_path, "--train.nan-policy", "skip_batch")
     rolled_back = []
-    trainer.epoch_hooks.append(lambda metrics: rolled_back.append(metrics["losses/update_rolled_back"]) or {})
+    trainer.add_epoch_hook(lambda metrics: rolled_back.append(metrics["losses/update_rolled_back"]) or {})
     poison_loss(monkeypatch, {3})  # epoch 2's first minibatch
     trainer.train(checkpoint_fn=checkpoint_writer(run_dir, trainer.cfg))
     assert "epoch 2 (global_step 1024), minibatch step 1" in capsys.readouterr().err

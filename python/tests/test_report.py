@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from helpers.wandb_records import read_wandb_records
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague import train as train_cli
 from tcgleague.report import REPORT_FILE, RunData, load_run, write_report
 from tcgleague.report import __main__ as report_cli
 from tcgleague.report.figures import PIXELS, payoff, payoff_ids
-from wandb_records import read_wandb_records
 
 SMOKE = ["--config", "configs/smoke.ini", "--train.eval-interval", "1"]
 TRAINING_FIGURES = {"throughput.png", "losses.png", "exploration.png", "evaluation.png"}

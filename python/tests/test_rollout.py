@@ -1,7 +1,8 @@
 """The rollout buffer: rewards reach the decision that earned them, GAE stops at terminals,
 bootstraps truncated (turn cap) steps from their own value and an epoch's pending steps from
-their exact next value (or leaves them out of the loss without one), and packing restarts the
-recurrence at rows, episodes and segments."""
+their exact next value (or leaves them out of the loss without one), packing restarts the
+recurrence at rows, episodes and segments, stores never write the spare slot's data to a stored
+slot, and the discounted sums and packed GAE equal a plain float64 reference loop, bit for bit."""
 
 from __future__ import annotations
 
@@ -9,11 +10,15 @@ import numpy as np
 import pytest
 import torch
 
-from tcgleague.rollout import RolloutBuffer
+from tcgleague.rollout import RolloutBuffer, discounted_sums, row_runs
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def make_buffer(capacity: int, horizon: int, num_rows: int = 4) -> RolloutBuffer:
-    buf = RolloutBuffer(capacity=capacity, horizon=horizon, obs_size=3, hidden_size=2, num_rows=num_rows)
+    buf = RolloutBuffer(
+        capacity=capacity, horizon=horizon, obs_size=3, hidden_size=2, num_rows=num_rows, device=torch.device("cpu")
+    )
     buf.start_epoch()
     return buf
 
@@ -174,4 +179,158 @@ def test_pack_refuses_a_partial_buffer_and_add_refuses_overflow():
     with pytest.raises(RuntimeError, match="overflow"):
         add(buf, [0, 3], [0.0, 0.0])
     with pytest.raises(ValueError, match="multiple of bptt_horizon"):
-        RolloutBuffer(capacity=6, horizon=4, obs_size=3, hidden_size=2, num_rows=2)
+        RolloutBuffer(capacity=6, horizon=4, obs_size=3, hidden_size=2, num_rows=2, device=torch.device("cpu"))
+
+
+# ---- the spare slot, GAE against a float64 reference -------------------------------------------
+def test_store_writes_stored_slots_exactly_and_the_spare_slot_nowhere():
+    capacity, hidden = 8, 2
+    buf = RolloutBuffer(
+        capacity=capacity, horizon=4, obs_size=3, hidden_size=hidden, num_rows=6, device=torch.device("cpu")
+    )
+    buf.start_epoch()
+    g = torch.Generator().manual_seed(0)
+    for rows in ([0, 2, 4], [1, 3]):
+        reserved = buf.reserve(np.array(rows), np.zeros(len(rows), dtype=bool))
+        # one decision per game: the unstored ones (slot `capacity`) are interleaved
+        slots = torch.full((2 * len(rows),), capacity)
+        slots[::2] = torch.from_numpy(reserved)
+        n = len(slots)
+        spare = slots == capacity
+        data = {
+            "obs": torch.randn(n, 3, generator=g),
+            "actions": torch.randint(0, 50, (n, 4), generator=g),
+            "logprob": torch.randn(n, generator=g),
+            "value": torch.randn(n, generator=g),
+            "state_h": torch.randn(n, hidden, generator=g),
+            "state_c": torch.randn(n, hidden, generator=g),
+        }
+        data["obs"][spare] = 1e6  # marks what must never reach a stored slot
+        data["actions"][spare] = -7
+        for k in ("logprob", "value", "state_h", "state_c"):
+            data[k][spare] = -1e6
+        buf.store(slots, **data)
+        for name, src in data.items():
+            dst = getattr(buf, name)
+            assert dst.dtype == (torch.long if name == "actions" else torch.float32)
+            assert torch.equal(dst[slots[~spare]], src[~spare]), f"{name}: stored slots get exactly the values"
+            assert torch.equal(dst[capacity], src[spare][-1]) or torch.equal(dst[capacity], src[spare][0])
+    for name in ("obs", "actions", "logprob", "value", "state_h", "state_c"):
+        stored = getattr(buf, name)[:capacity]
+        assert not ((stored == 1e6) | (stored == -7) | (stored == -1e6)).any(), f"{name}: spare data leaked"
+        assert not getattr(buf, name)[5:capacity].any(), f"{name}: unreserved slots stay empty"
+
+
+def reference_sums(delta: np.ndarray, cont: np.ndarray, runs: list[list[int]]) -> np.ndarray:
+    """A[p] = delta[p] + cont[p] * A[next p] along each run, a float64 running sum, then float32."""
+    out = np.zeros(len(delta), dtype=np.float64)
+    for run in runs:
+        running = 0.0
+        for p in reversed(run):
+            running = float(delta[p]) + float(cont[p]) * running
+            out[p] = running
+    return out.astype(np.float32)
+
+
+def test_discounted_sums_match_a_float64_reference_loop_bit_for_bit():
+    g = np.random.default_rng(3)
+    lengths = [1, 9, 4, 37, 2, 16]
+    rows = np.repeat(np.arange(len(lengths)) * 3, lengths)  # sorted row ids, runs of different lengths
+    n = len(rows)
+    delta = (g.normal(size=n) * 10).astype(np.float32)
+    cont = np.where(g.random(n) < 0.2, 0.0, g.uniform(0.8, 1.0, n)).astype(np.float32)
+    grid = row_runs(rows)
+    assert grid.shape == (len(lengths), max(lengths))
+    runs = [[p for p in line if p >= 0] for line in grid.tolist()]
+    assert [len(r) for r in runs] == lengths
+    got = discounted_sums(torch.from_numpy(delta), torch.from_numpy(cont), grid)
+    want = torch.from_numpy(reference_sums(delta, cont, runs))
+    assert got.dtype == torch.float32 and torch.equal(got, want)
+    # and the sums do reach across a run (not just delta)
+    assert not torch.equal(got, torch.from_numpy(delta))
+
+
+def test_packed_gae_matches_a_plain_reference_loop_bit_for_bit():
+    """Random decisions of 5 rows with rewards, terminals and truncations: pack()'s advantages and
+    returns equal a step-by-step reference (float32 deltas as rollout.py forms them, a float64
+    running sum per row, rounded to float32)."""
+    g = np.random.default_rng(11)
+    capacity, horizon, num_rows, gamma, lam = 64, 4, 5, 0.97, 0.9
+    buf = RolloutBuffer(capacity, horizon, obs_size=3, hidden_size=2, num_rows=num_rows, device=torch.device("cpu"))
+    buf.start_epoch()
+    values = g.normal(size=capacity).astype(np.float32)
+    steps: list[dict] = []  # arrival order = slot order
+    last: dict[int, int] = {}
+    new_episode = np.ones(num_rows, dtype=bool)
+    while buf.size < capacity:
+        k = int(min(capacity - buf.size, g.integers(1, num_rows + 1)))
+        rows = g.choice(num_rows, size=k, replace=False)
+        slots = buf.reserve(rows, new_episode[rows])
+        z = torch.zeros
+        buf.store(
+            torch.from_numpy(slots),
+            z(k, 3),
+            z(k, 4, dtype=torch.long),
+            z(k),
+            torch.from_numpy(values[slots]),
+            z(k, 2),
+            z(k, 2),
+        )
+        for r, s in zip(rows.tolist(), slots.tolist()):
+            if r in last and not (steps[last[r]]["terminal"] or steps[last[r]]["truncated"]):
+                steps[last[r]]["next"] = s
+            steps.append({"row": r, "reward": np.float32(0), "terminal": False, "truncated": False, "next": None})
+            last[r] = s
+        new_episode[rows] = False
+        ev = g.choice(num_rows, size=int(g.integers(0, num_rows + 1)), replace=False)
+        rewards = (g.normal(size=len(ev)) * (g.random(len(ev)) < 0.7)).astype(np.float32)
+        terminal = g.random(len(ev)) < 0.15
+        truncated = ~terminal & (g.random(len(ev)) < 0.1)
+        buf.credit(ev, rewards, terminal, truncated)
+        for r, rew, te, tr in zip(ev.tolist(), rewards, terminal, truncated):
+            if r in last and not (steps[last[r]]["terminal"] or steps[last[r]]["truncated"]):  # after: no step's
+                s = steps[last[r]]
+                s["reward"] = np.float32(s["reward"] + rew)
+                s["terminal"] |= bool(te)
+                s["truncated"] |= bool(tr)
+        new_episode[ev[terminal | truncated]] = True
+    # the data exercise every case: terminals, truncations, links, and rows of different lengths
+    assert any(s["terminal"] for s in steps) and any(s["truncated"] for s in steps)
+    assert sum(s["next"] is not None for s in steps) > capacity // 2
+    assert len({sum(s["row"] == r for s in steps) for r in range(num_rows)}) > 2
+
+    # the trainer gives rows 0 and 3 the exact next value of their pending step (if they have one)
+    boot_rows, boot_values = np.array([0, 3]), np.array([0.25, -0.75], dtype=np.float32)
+    buf.bootstrap(boot_rows, torch.from_numpy(boot_values))
+    for r, v in zip(boot_rows.tolist(), boot_values):
+        if r in last and steps[last[r]]["next"] is None:
+            steps[last[r]]["boot"] = v
+
+    g32, l32 = np.float32(gamma), np.float32(lam)
+    delta = np.zeros(capacity, dtype=np.float32)
+    cont = np.zeros(capacity, dtype=np.float32)
+    mask = np.ones(capacity, dtype=np.float32)
+    for i, s in enumerate(steps):
+        v = values[i]
+        done = s["terminal"] or s["truncated"]
+        next_v = np.float32(0) if s["terminal"] else values[s["next"]] if s["next"] is not None else v
+        if s["next"] is None and not done:  # pending at the epoch's end
+            next_v = s.get("boot")
+        if next_v is None:  # pending with no next value: out of the loss, delta 0
+            mask[i] = 0.0
+        else:
+            delta[i] = (s["reward"] + g32 * next_v) - v
+        linked = s["next"] is not None and not (s["terminal"] or s["truncated"])
+        cont[i] = np.float32(linked) * g32 * l32
+    order = sorted(range(capacity), key=lambda i: (steps[i]["row"], i))  # packed: by row, then arrival
+    position = {i: p for p, i in enumerate(order)}
+    runs = [[position[i] for i in order if steps[i]["row"] == r] for r in range(num_rows)]
+    adv = reference_sums(delta[order], cont[order], [r for r in runs if r])
+    ret = adv + values[order]
+
+    batch = buf.pack(gamma, lam)
+    assert batch.rows.reshape(-1).tolist() == [steps[i]["row"] for i in order]
+    assert torch.equal(batch.advantage.reshape(-1), torch.from_numpy(adv))
+    assert torch.equal(batch.ret.reshape(-1), torch.from_numpy(ret))
+    assert torch.equal(batch.mask.reshape(-1), torch.from_numpy(mask[order]))
+    assert 0 < mask.sum() < capacity and any("boot" in s for s in steps)

@@ -1,13 +1,12 @@
-"""The trainer: only a row's own decisions are stored, row-index state resets, PPO's ratio is 1
-before the first gradient step, update_epochs passes, the LR schedules, checkpoint timing (epochs,
-steps, max_seconds), compiled and eager optimizer steps agree, and a --wandb smoke run leaves an
-offline W&B run with the logged keys. (The rollout buffer and GAE: test_rollout.py.)"""
+"""The trainer: only a row's own decisions are stored, done rows get a fresh state, pending steps
+bootstrap from the next decision's value, the logged learning rate follows the schedule, checkpoint
+timing (epochs, steps, max_seconds), and a --wandb smoke run leaves an offline W&B run with the
+logged keys. (The rollout buffer and GAE: test_rollout.py; PPO's update, update_epochs and the LR
+schedule: test_ppo.py; recurrent.zero_rows: test_recurrent.py.)"""
 
 from __future__ import annotations
 
-import copy
 import json
-import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,32 +14,19 @@ import numpy as np
 import pytest
 import torch
 
+from helpers.trainers import SMOKE, collect, smoke_trainer
+from helpers.wandb_records import read_wandb_records
 from tcgleague import train as train_cli
 from tcgleague import trainer as trainer_module
-from tcgleague.build import build_trainer
 from tcgleague.checkpoint import list_checkpoints
-from tcgleague.config import load_config
 from tcgleague.engine import LAYOUT
-from tcgleague.ppo import STAT_NAMES, PPOUpdater, UpdateSettings
-from tcgleague.recurrent import zero_rows
-from tcgleague.trainer import Trainer, lr_lambda
-from wandb_records import read_wandb_records
+from tcgleague.ppo import lr_lambda
 
-SMOKE = "configs/smoke.ini"
 COUNT = LAYOUT["legal_count_offset"]
 SEAT = LAYOUT["global_offset"] + LAYOUT["global_features"]["seat"]
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-def smoke_trainer(run_dir=None, *overrides) -> Trainer:
-    cfg = load_config(SMOKE, ["--train.eval-interval", "0", *overrides])
-    return build_trainer(cfg, run_dir)
-
-
-def collect(trainer: Trainer) -> dict:
-    return trainer.collect(trainer.sampler.params_tensor())
 
 
 class RecordingLogger:
@@ -63,7 +49,7 @@ def test_only_deciding_rows_are_stored():
 
     trainer.env.step = spy
     collect(trainer)
-    buf = trainer.buffer
+    buf = trainer.learner.buffer
     assert buf.size == trainer.cfg.train.batch_size
     # one decision per game per env step, each from the row that was deciding
     assert len(seen_masks) * trainer.env.num_games == buf.size
@@ -76,21 +62,10 @@ def test_only_deciding_rows_are_stored():
 
 
 # ---- recurrent state -------------------------------------------------------------------------
-def test_zero_rows_uses_row_indices_and_ignores_invalid_and_duplicates():
-    h, c = torch.ones(6, 3), torch.ones(6, 3)
-    used = zero_rows((h, c), np.array([4, 1, 1, -1, 6, 99, 4]))
-    assert used.tolist() == [1, 4] and used.dtype == torch.int64
-    assert h[:, 0].tolist() == [1, 0, 1, 1, 0, 1] and torch.equal(h, c)
-    # a boolean mask where ids are expected is a classic shape bug: it is refused, not misread as ids
-    with pytest.raises(TypeError, match="row indices"):
-        zero_rows((h, c), np.array([True, False]))
-    assert zero_rows((h, c), np.array([], dtype=np.int64)).numel() == 0
-
-
 def test_done_rows_get_fresh_state_in_rollout():
     trainer = smoke_trainer()
     collect(trainer)
-    buf = trainer.buffer
+    buf = trainer.learner.buffer
     starts = buf.episode_start[: buf.size]
     assert starts.any()
     state_h = buf.state_h[: buf.size]
@@ -110,16 +85,16 @@ def test_pending_steps_bootstrap_from_the_value_of_the_next_decision(league):
     overrides = ["--league.enable", "true", "--league.activate-after-steps", "0"] if league else []
     trainer = smoke_trainer(None, *overrides)
     decisions = []
-    decide = trainer.learner.decide
+    decide = trainer.learner.actor.decide
 
     def spy(obs, rows, *args, **kwargs):
         d = decide(obs, rows, *args, **kwargs)
         decisions.append(dict(zip(rows.tolist(), d.value.tolist())))
         return d
 
-    trainer.learner.decide = spy
+    trainer.learner.actor.decide = spy
     collect(trainer)
-    buf = trainer.buffer
+    buf = trainer.learner.buffer
     pending, boot = pending_steps(buf), buf.bootstrapped
     masked = pending & ~boot
     assert boot.any() and masked.any() and not (boot & ~pending).any()
@@ -141,78 +116,13 @@ def test_pending_steps_bootstrap_from_the_value_of_the_next_decision(league):
     assert all(v == pytest.approx(first[r], abs=1e-6) for r, v in given.items())
 
 
-# ---- PPO ------------------------------------------------------------------------------------
-def test_first_minibatch_ratio_is_one_and_training_changes_weights():
-    trainer = smoke_trainer(
-        None,
-        "--policy.subaction-temperature-initial",
-        "1.7",
-        "--policy.subaction-temperature-final",
-        "1.7",
-        "--policy.smoothing-eps-initial",
-        "0.2",
-        "--policy.smoothing-eps-final",
-        "0.2",
-    )
-    before = [p.detach().clone() for p in trainer.policy.parameters()]
-    metrics = trainer.train_epoch()
-    assert metrics["sampler/subaction_temperature"] == pytest.approx(1.7)
-    assert metrics["losses/first_minibatch_ratio_dev"] < 1e-4
-    assert any(not torch.equal(a, b) for a, b in zip(before, trainer.policy.parameters()))
-    assert metrics["perf/sps"] > 0 and np.isfinite(metrics["losses/value_loss"])
-
-
-def record_minibatches(trainer: Trainer) -> list[torch.Tensor]:
-    seen = []
-    load = trainer.updater.load_minibatch
-
-    def spy(batch, index):
-        seen.append(index.clone())
-        return load(batch, index)
-
-    trainer.updater.load_minibatch = spy
-    return seen
-
-
-def test_update_epochs_passes_over_the_batch_in_a_new_order_each_time():
-    segments = 512 // 16  # smoke: batch 512, horizon 16
-    per_mb = 256 // 16  # minibatch 256
-    runs = {}
-    for epochs in (1, 2):
-        trainer = smoke_trainer(None, "--train.update-epochs", str(epochs))
-        seen = record_minibatches(trainer)
-        collect(trainer)
-        trainer.update(trainer.sampler.params_tensor())
-        steps = {int(trainer.optimizer.state[p]["step"]) for p in trainer.policy.parameters()}
-        assert steps == {epochs * segments // per_mb}, "one Adam step per minibatch per pass"
-        assert all(len(ix) == per_mb for ix in seen) and len(seen) == epochs * segments // per_mb
-        passes = [torch.cat(seen[k : k + segments // per_mb]) for k in range(0, len(seen), segments // per_mb)]
-        for order in passes:
-            assert sorted(order.tolist()) == list(range(segments)), "each pass visits every segment once"
-        runs[epochs] = passes
-    assert torch.equal(runs[1][0], runs[2][0]), "the same seed gives the same first pass"
-    assert not torch.equal(runs[2][0], runs[2][1]), "the second pass is reshuffled"
-
-
 # ---- LR schedule ------------------------------------------------------------------------------
-def test_lr_lambda_values():
-    linear, cosine, constant = (lr_lambda(s, 10) for s in ("linear", "cosine", "constant"))
-    assert [linear(e) for e in (0, 5, 10)] == pytest.approx([1.0, 0.5, 0.0])
-    assert [cosine(e) for e in (0, 5, 10)] == pytest.approx([1.0, 0.5, 0.0])
-    assert [constant(e) for e in (0, 5, 10)] == [1.0, 1.0, 1.0]
-    # the shapes differ between the ends: cosine stays high early and drops late
-    assert linear(2.5) == pytest.approx(0.75) and linear(7.5) == pytest.approx(0.25)
-    assert cosine(2.5) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4))) and cosine(2.5) > linear(2.5)
-    assert cosine(7.5) == pytest.approx(0.5 * (1 + math.cos(3 * math.pi / 4))) and cosine(7.5) < linear(7.5)
-    assert linear(12) == 0.0 and cosine(12) == pytest.approx(0.0), "past the end the rate stays at 0"
-
-
 @pytest.mark.parametrize("schedule", ["linear", "cosine", "constant"])
 def test_logged_learning_rate_follows_the_schedule(schedule):
     trainer = smoke_trainer(None, "--train.lr-schedule", schedule, "--train.learning-rate", "1e-3")
     trainer.logger = RecordingLogger()
     assert trainer.total_epochs == 4
-    assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3), "epoch 0 trains at the full rate"
+    assert trainer.learner.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3), "epoch 0 trains at the full rate"
     trainer.train()
     logged = [m["train/learning_rate"] for _, m in trainer.logger.records]
     # logged after the epoch's update and LR step: epoch k reports the rate epoch k + 1 trains with
@@ -274,7 +184,7 @@ def test_max_seconds_stops_after_the_epoch_that_crosses_it_and_writes_a_final_ch
         clock.now += 10.0
         return {}
 
-    trainer.epoch_hooks.append(tick)
+    trainer.add_epoch_hook(tick)
     trainer.logger = RecordingLogger()
     write = train_cli.checkpoint_writer(run_dir, trainer.cfg)
     calls = []
@@ -287,68 +197,6 @@ def test_max_seconds_stops_after_the_epoch_that_crosses_it_and_writes_a_final_ch
     clock.now = 0.0
     trainer.train(checkpoint_fn=lambda t: calls.append(write(t)), max_seconds=1000.0)
     assert trainer.epoch == 8 and calls[-1] == run_dir / "model_smoke_000008.pt" and len(calls) == 2
-
-
-# ---- compiled optimizer step ------------------------------------------------------------------
-@pytest.mark.slow  # inductor C++ compile of the loss and its backward: ~5 s warm cache, ~60 s cold
-def test_compiled_step_matches_eager_and_does_not_recompile():
-    """One real PPOUpdater.step (loss, backward, clipping, Adam) compiled vs eager from the same
-    weights and optimizer state. compile_mode "default": reduce-overhead's CUDA graphs mean
-    nothing on the CPU."""
-    from torch._dynamo.utils import counters
-
-    trainer = smoke_trainer(None, "--train.bptt-horizon", "4", "--train.minibatch-size", "64")
-    t = trainer.cfg.train
-    params = trainer.sampler.params_tensor()
-    collect(trainer)
-    batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
-    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01])
-    segments = t.minibatch_size // t.bptt_horizon
-
-    def updater(policy, optimizer, compiled: bool) -> PPOUpdater:
-        settings = UpdateSettings(segments, 1, t.max_grad_norm, False, "default" if compiled else None)
-        return PPOUpdater(
-            policy,
-            trainer.sampler,
-            optimizer,
-            settings,
-            t.bptt_horizon,
-            batch.obs.shape[-1],
-            trainer.policy.hidden_size,
-            trainer.device,
-        )
-
-    # one eager step first, so the Adam moments and the PPO ratio are not at their trivial start
-    warm = updater(trainer.policy, trainer.optimizer, False)
-    warm.load_minibatch(batch, torch.arange(segments))
-    warm.step(params, coefs)
-    (p_eager, o_eager), (p_compiled, o_compiled) = (
-        copy.deepcopy((trainer.policy, trainer.optimizer)) for _ in range(2)
-    )
-    eager, compiled = updater(p_eager, o_eager, False), updater(p_compiled, o_compiled, True)
-    g = torch.Generator().manual_seed(0)
-    index = torch.randperm(batch.obs.shape[0], generator=g)[:segments]
-    for u in (eager, compiled):
-        u.load_minibatch(batch, index)
-    s_eager, s_compiled = eager.step(params, coefs), compiled.step(params, coefs)
-    assert s_eager.shape == (len(STAT_NAMES) + 1,) and torch.isfinite(s_eager).all()
-    assert float(s_eager[-1]) == 0.0, "the step's non-finite flag is clear on a finite step"
-    assert float(s_eager[STAT_NAMES.index("approx_kl")]) > 0, "the step starts away from ratio 1"
-    torch.testing.assert_close(s_compiled, s_eager, rtol=1e-4, atol=1e-6)
-    moved = False
-    for (name, a), b, before in zip(p_eager.named_parameters(), p_compiled.parameters(), trainer.policy.parameters()):
-        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6, msg=lambda m, n=name: f"{n}: {m}")
-        moved |= not torch.equal(a, before)
-    assert moved, "the step changed the weights"
-    for sa, sb in zip(o_eager.state.values(), o_compiled.state.values()):
-        assert torch.equal(sa["step"], sb["step"])
-        torch.testing.assert_close(sb["exp_avg"], sa["exp_avg"], rtol=1e-4, atol=1e-7)
-    graphs = counters["stats"]["unique_graphs"]
-    for k in range(2):  # other minibatches, other sampler and loss coefficients: no recompile
-        compiled.load_minibatch(batch, torch.randperm(batch.obs.shape[0], generator=g)[:segments])
-        stats = compiled.step(params * (1.0 + 0.1 * k), coefs * (1.0 + 0.2 * k))
-        assert torch.isfinite(stats).all()
-    assert counters["stats"]["unique_graphs"] == graphs, "a second minibatch recompiled the step"
 
 
 # ---- the command line -----------------------------------------------------------------------
@@ -398,9 +246,9 @@ def test_a_sampling_stream_saved_on_another_device_restarts_from_the_seed_with_a
     state = trainer.state_dict()
     state["rng"]["generator_device"] = "cuda"
     state["rng"]["generator"] = torch.zeros(16, dtype=torch.uint8)  # a CUDA (philox) state's size
-    trainer.generator.manual_seed(123)
+    trainer.learner.generator.manual_seed(123)
     logs: list[str] = []
     trainer.load_state_dict(state, log=logs.append)
     assert any("sampling stream was saved on cuda" in line for line in logs)
     fresh = torch.Generator().manual_seed(trainer.cfg.base.seed)
-    assert torch.equal(trainer.generator.get_state(), fresh.get_state())
+    assert torch.equal(trainer.learner.generator.get_state(), fresh.get_state())

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .config import ANNEALS
+from .config import ANNEALS, anneal_settings
 
 # Metric names under which each anneal's value is logged.
 METRIC_NAMES = {
@@ -63,18 +63,7 @@ class LinearAnneal:
 
 def anneals_from_config(cfg: Any) -> dict[str, LinearAnneal]:
     """{"subaction_temperature", "smoothing_eps", "ent_coef"} -> LinearAnneal from a Config."""
-    out: dict[str, LinearAnneal] = {}
-    for name, section in ANNEALS.items():
-        sec = getattr(cfg, section)
-        out[name] = LinearAnneal(
-            initial=getattr(sec, f"{name}_initial"),
-            final=getattr(sec, f"{name}_final"),
-            start_frac=getattr(sec, f"{name}_anneal_start_frac"),
-            end_frac=getattr(sec, f"{name}_anneal_end_frac"),
-            start_step=getattr(sec, f"{name}_anneal_start_step"),
-            end_step=getattr(sec, f"{name}_anneal_end_step"),
-        )
-    return out
+    return {name: LinearAnneal(**anneal_settings(getattr(cfg, section), name)) for name, section in ANNEALS.items()}
 
 
 def anneal_values(anneals: dict[str, LinearAnneal], global_step: int, total: int, offset: int = 0) -> dict[str, float]:

@@ -15,12 +15,13 @@ from .config import Config, ConfigError
 from .devices import resolve_device
 from .dist import SINGLE, Dist
 from .league import LeagueManager, LeagueOpponents
-from .league.exploiter import MainExploiter, exploiter_share
+from .league.exploiter import MainExploiter, exploiter_sizes
+from .learner import build_learner
 from .logger import Dashboard, RunLogger
 from .opponent_side import OpponentSide, SelfPlay
 from .policy.tcg_policy import PolicyConfig, build_policy
 from .policy.tcg_sampler import TCGSampler
-from .rng import seed_global
+from .rng import seed_global, stream_seed
 from .trainer import Trainer
 from .vecenv import VecEnv
 
@@ -51,16 +52,14 @@ def policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
     )
 
 
-EXPLOITER_SEED_OFFSET = 3  # the main exploiter's weights and streams: away from the learner's seed
-
-
 def build_exploiter(cfg: Config, env: VecEnv, device: torch.device) -> MainExploiter:
     """The league's main exploiter: the learner's architecture, its own initial weights and streams."""
-    seed = cfg.base.seed + EXPLOITER_SEED_OFFSET
+    seed = stream_seed(cfg.base.seed, "exploiter")
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
-    share, snapshot = exploiter_share(cfg.league), cfg.league.exploiter_plays_snapshot
-    return MainExploiter(policy, sampler, cfg.train, share, env.num_agents, seed, snapshot)
+    sizes = exploiter_sizes(cfg.train, cfg.league)
+    learner = build_learner(policy, sampler, cfg.train, sizes, env.num_rows, seed, device, "exploiter")
+    return MainExploiter(learner, cfg.train, seed, cfg.league.exploiter_plays_snapshot)
 
 
 def build_opponents(
@@ -69,7 +68,7 @@ def build_opponents(
     """Self-play, or the league (its state in <run_dir>/league/) with [league] enable. Under
     torchrun only rank 0's manager has a directory; the others hold its replica in memory."""
     if not cfg.league.enable:
-        return SelfPlay(env.num_agents)
+        return SelfPlay(env.num_rows)
     exploiter = None
     if cfg.league.exploiter_ratio > 0:
         if dist.enabled:
@@ -103,15 +102,19 @@ def build_trainer(
     logger: RunLogger | None = None,
     dashboard: Dashboard | None = None,
     dist: Dist = SINGLE,
+    device: torch.device | None = None,
 ) -> Trainer:
+    """`device`: the run's, where the caller resolved it already (train.py, before it joins the
+    process group); otherwise resolved here. Everything below is handed this one device."""
     seed_global(cfg.base.seed)
     if cfg.base.torch_threads > 0:
         torch.set_num_threads(cfg.base.torch_threads)
-    device = resolve_device(cfg.base.device, dist.local_rank if dist.enabled else None)
+    if device is None:
+        device = resolve_device(cfg.base.device, dist.local_rank if dist.enabled else None)
     if device.type == "cuda":
         torch.cuda.set_device(device)  # kernels, streams and events of this run all on that GPU
     env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg, dist.rank_seed(cfg.base.seed)))
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), cfg.base.seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
     opponents = build_opponents(cfg, env, run_dir, device, dist)
-    return Trainer(cfg, env, policy, sampler, opponents, logger, dashboard, dist)
+    return Trainer(cfg, env, policy, sampler, opponents, device, logger, dashboard, dist)

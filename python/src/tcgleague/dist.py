@@ -226,3 +226,23 @@ def merge_rank_metrics(per_rank: list[dict], batch_size: int) -> dict:
     if out.get("perf/epoch_seconds", 0.0) > 0:
         out["perf/sps"] = len(per_rank) * batch_size / out["perf/epoch_seconds"]
     return out
+
+
+def reduce_epoch(
+    dist: Dist, metrics: dict, digest: str | None, out_of_time: bool, batch_size: int, epoch: int
+) -> tuple[dict, bool]:
+    """The epoch's metrics exchange: every rank's metrics merged, whether any rank ran out of
+    time, and a check that the replicas' weights (`digest`) are still identical (a divergence is
+    a bug: the job stops rather than train on). A single process keeps its own metrics as they are."""
+    gathered = dist.all_gather((metrics, digest, out_of_time))
+    merged = merge_rank_metrics([m for m, _, _ in gathered], batch_size)
+    if dist.enabled:  # a torchrun job, of one rank too
+        merged["dist/world_size"] = float(dist.world_size)
+        merged["dist/rank0_sps"] = gathered[0][0]["perf/sps"]
+        digests = [d for _, d, _ in gathered]
+        if len(set(digests)) != 1:
+            raise RuntimeError(
+                f"the policy replicas diverged at epoch {epoch}: weight digests by rank {[d[:12] for d in digests]}"
+            )
+        merged["dist/replicas_in_sync"] = 1.0
+    return merged, any(o for _, _, o in gathered)

@@ -1,7 +1,8 @@
 """The Emberfront environment: a native PufferLib env over the C engine, and a PettingZoo
 AEC adapter for one game.
 
-Rows: `num_agents = 2 * num_games`; row 2g + s is seat s of game g. Each step exactly one row
+Rows: `num_agents = rows_of(num_games)` (PufferLib's name for the row count; everything else
+in tcgleague says `num_rows`); row `seat_row(g, s)` = 2g + s is seat s of game g. Each step exactly one row
 per game is active (`masks[row] = 1`); inactive rows' actions are ignored and their
 observations are not refreshed. A row's reward is what its seat earned since its previous
 decision; when a game ends both rows get `terminals` (or `truncations` at the turn cap) and
@@ -19,10 +20,61 @@ from pettingzoo import AECEnv
 
 from .engine import LAYOUT, Engine
 from .engine.cards import DEFAULT_CARDS, CardPool, deck_weights, load_card_pool
-from .layout import ACTION_WIDTH, COUNT, DRAW, HEAD_SIZES, LEGAL, MAX_LEGAL, OBS_SIZE, PASS
+from .layout import ACTION_WIDTH, COUNT, DRAW, HEAD_SIZES, LEGAL, MAX_LEGAL, OBS_SIZE, PASS, ROWS_PER_GAME
 
 ACTION_TYPES = {v: k for k, v in LAYOUT["action_types"].items()}
+
+
+def rows_of(games):
+    """The row count of `games` games (an int), or both rows of each game of an index array,
+    seat 0's first: [2g0, 2g1, ..., 2g0 + 1, 2g1 + 1, ...]."""
+    if isinstance(games, (int, np.integer)):
+        return ROWS_PER_GAME * int(games)
+    return np.concatenate([seat_row(games, s) for s in range(ROWS_PER_GAME)])
+
+
+def seat_row(games, seat):
+    """The row of `seat` in each of `games` (seat may be an array of per-game seats)."""
+    return ROWS_PER_GAME * np.asarray(games) + seat
+
+
+def game_of(rows):
+    """The game of each row (or the game count of a row count)."""
+    if isinstance(rows, (int, np.integer)):
+        return int(rows) // ROWS_PER_GAME
+    return np.asarray(rows) // ROWS_PER_GAME
+
+
+def finished_games(terminals: np.ndarray, truncations: np.ndarray) -> np.ndarray:
+    """The games whose episode ended this step (both rows of a game end together), ascending."""
+    return np.flatnonzero(terminals[::ROWS_PER_GAME] | truncations[::ROWS_PER_GAME])
+
+
+def seat_of(rows) -> np.ndarray:
+    """The seat each row plays."""
+    return np.asarray(rows) % ROWS_PER_GAME
+
+
 EPISODE_FIELDS = LAYOUT["episode_fields"]
+
+
+def summarize_episodes(infos: list[dict]) -> dict:
+    """environment/* metrics of finished games' records (`TCGEnv.step`'s infos)."""
+    if not infos:
+        return {}
+    winners = np.array([e["winner"] for e in infos])
+    first = np.array([e["first_player"] for e in infos])
+    decided = winners != DRAW
+    return {
+        "environment/episodes": float(len(infos)),
+        "environment/episode_decisions": float(np.mean([e["decisions"] for e in infos])),
+        "environment/episode_turns": float(np.mean([e["turns"] for e in infos])),
+        "environment/noop_rate": float(np.mean([e["noop_rate"] for e in infos])),
+        "environment/truncation_rate": float(np.mean([e["truncated"] for e in infos])),
+        "environment/first_player_winrate": float(np.mean(winners[decided] == first[decided]))
+        if decided.any()
+        else 0.5,
+    }
 
 
 class IllegalActionError(ValueError):
@@ -48,7 +100,7 @@ def checked_actions(actions, active: np.ndarray) -> np.ndarray:
     if len(bad):
         row = int(bad[0])
         raise IllegalActionError(
-            f"row {row} (game {row // 2}, seat {row % 2}): action {tuple(a[row].tolist())} is not a legal action: "
+            f"row {row} (game {game_of(row)}, seat {seat_of(row)}): action {tuple(a[row].tolist())} is not a legal action: "
             f"each of (type, a, b, c) must be an integer in [0, size) with sizes {HEAD_SIZES}"
         )
     return np.ascontiguousarray(a, dtype=np.int32)
@@ -84,7 +136,7 @@ class TCGEnv(pufferlib.PufferEnv):
         if num_threads < 1:
             raise ValueError(f"num_threads must be >= 1, got {num_threads}")
         self.num_games = num_games
-        self.num_agents = 2 * num_games
+        self.num_agents = rows_of(num_games)
         self.single_observation_space = observation_space()
         self.single_action_space = action_space()
         self.log_episodes = log_episodes
@@ -122,7 +174,7 @@ class TCGEnv(pufferlib.PufferEnv):
         if refused is not None:
             game, row, n_legal = refused
             raise IllegalActionError(
-                f"game {game} (row {row}, seat {row % 2}): action {tuple(int(x) for x in actions[row])} is not "
+                f"game {game} (row {row}, seat {seat_of(row)}): action {tuple(int(x) for x in actions[row])} is not "
                 f"legal; the game has {n_legal} legal actions (see the legal list in its observation)"
             )
         return self.observations, self.rewards, self.terminals, self.truncations, self._episode_infos()

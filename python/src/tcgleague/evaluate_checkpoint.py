@@ -26,34 +26,12 @@ from rich.table import Table
 
 from .bots import BOTS
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .errors import ArgumentError, entry_point, output_file
-from .layout import DEFAULT_TURN_CAP
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import bot_side, play_match, policy_side
-from .policy.tcg_sampler import TCGSampler
 from .report.panels import log_evaluation
-
-
-def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = None) -> TCGSampler:
-    """A sampler at the checkpoint's annealed values, or at temperature T (both stages, no smoothing)."""
-    state = loaded.state
-    params = dict(state.get("sampling_params") or {})
-    anneal = state.get("anneal") or {}
-    if "sampler/subaction_temperature" in anneal:
-        params["subaction_temperature"] = anneal["sampler/subaction_temperature"]
-    if "sampler/smoothing_eps" in anneal:
-        params["smoothing_eps"] = anneal["sampler/smoothing_eps"]
-    if temperature is not None:
-        params.update(primary_temperature=temperature, subaction_temperature=temperature, smoothing_eps=0.0)
-    return TCGSampler.from_params(params)
-
-
-def checkpoint_turn_cap(loaded: LoadedCheckpoint) -> int:
-    """The turn cap the checkpoint's run played with (its games are judged at the same cap)."""
-    turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", DEFAULT_TURN_CAP)
-    if isinstance(turn_cap, bool) or not isinstance(turn_cap, int) or turn_cap < 1:
-        raise CheckpointError(f"checkpoint {loaded.path} is damaged: field config.env.turn_cap: {turn_cap!r}")
-    return turn_cap
+from .rng import stream_seed
 
 
 def evaluate_loaded(
@@ -78,12 +56,14 @@ def evaluate_loaded(
         learner = lookahead_side(learner, seed, lookahead, searchers)
     opp_info = {"opponent": opponent}
     if opponent in BOTS:
-        opp = bot_side(opponent, seed + 1)
+        opp = bot_side(opponent, stream_seed(seed, "second_side"))
     else:
         if not Path(opponent).is_file():
             raise CheckpointError(f"--opponent {opponent}: neither a bot ({', '.join(BOTS)}) nor a checkpoint file")
         other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log)
-        opp = policy_side(other.policy.eval(), checkpoint_sampler(other), seed + 1, name=str(other.path))
+        opp = policy_side(
+            other.policy.eval(), checkpoint_sampler(other), stream_seed(seed, "second_side"), name=str(other.path)
+        )
         opp_info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
     turn_cap = checkpoint_turn_cap(loaded)
     start = time.perf_counter()

@@ -32,6 +32,8 @@ SOURCE_PATTERNS = (
     "engine/*.h",
     "engine/cards.json",
     "policy/tcg_policy.py",
+    "policy/features.py",
+    "policy/attention.py",
     "recurrent.py",
     "actors.py",
     "layout.py",

@@ -14,6 +14,7 @@ from .engine import LAYOUT
 
 OBS_SIZE: int = LAYOUT["obs_size"]
 ACTION_WIDTH: int = LAYOUT["action_width"]  # (type, a, b, c)
+ROWS_PER_GAME = 2  # env rows per game, one per seat (env.rows_of / game_of turn games and rows into each other)
 MAX_LEGAL: int = LAYOUT["max_legal"]
 LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_count_offset"])  # the legal tuples, flattened
 COUNT: int = LAYOUT["legal_count_offset"]  # how many of those tuples are valid

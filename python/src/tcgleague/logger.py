@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlparse
 
+from .config.sections import WandbSection
+
 METRIC_NAMESPACES = (
     "train/",
     "losses/",
@@ -92,11 +94,10 @@ def resolve_wandb_mode(mode: str) -> str:
 class RunLogger:
     """Appends metrics to `run_dir/metrics.jsonl` and, when `wandb_cfg.enable`, to W&B.
 
-    `wandb_cfg` is a `config.WandbSection` (or anything with enable/project/group/tags/name/mode;
-    tags may be a comma-separated string or a list). W&B data goes under `run_dir/wandb/`.
+    `wandb_cfg` is the run's [wandb] section (None: no W&B). W&B data goes under `run_dir/wandb/`.
     """
 
-    def __init__(self, run_dir: Path, config_dict: dict, wandb_cfg: Any, run_id: str):
+    def __init__(self, run_dir: Path, config_dict: dict, wandb_cfg: WandbSection | None, run_id: str):
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
@@ -104,23 +105,20 @@ class RunLogger:
         self._file: TextIO | None = open(self.metrics_path, "a", encoding="utf-8")
         self.wandb_run = None
         self.wandb_mode: str | None = None
-        if wandb_cfg is not None and getattr(wandb_cfg, "enable", False):
-            mode = resolve_wandb_mode(getattr(wandb_cfg, "mode", "auto"))
+        if wandb_cfg is not None and wandb_cfg.enable:
+            mode = resolve_wandb_mode(wandb_cfg.mode)
             if mode != "disabled":
                 self._init_wandb(config_dict, wandb_cfg, mode)
 
-    def _init_wandb(self, config_dict: dict, wandb_cfg: Any, mode: str) -> None:
+    def _init_wandb(self, config_dict: dict, wandb_cfg: WandbSection, mode: str) -> None:
         import wandb
 
-        tags = getattr(wandb_cfg, "tags", "") or []
-        if isinstance(tags, str):
-            tags = [t.strip() for t in tags.split(",") if t.strip()]
         self.wandb_mode = mode
         self.wandb_run = wandb.init(
-            project=getattr(wandb_cfg, "project", None) or None,
-            group=getattr(wandb_cfg, "group", None) or None,
-            tags=list(tags) or None,
-            name=getattr(wandb_cfg, "name", None) or self.run_dir.name,
+            project=wandb_cfg.project or None,
+            group=wandb_cfg.group or None,
+            tags=wandb_cfg.tag_list() or None,
+            name=wandb_cfg.name or self.run_dir.name,
             config=config_dict,
             dir=str(self.run_dir),
             mode=mode,

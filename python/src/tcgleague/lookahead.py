@@ -29,9 +29,9 @@ import torch
 
 from .actors import Decision, PolicyActor
 from .engine import LOOKAHEAD_STATUS
-from .env import TCGEnv
+from .env import TCGEnv, game_of
 from .layout import COUNT, MAX_LEGAL, OBS_SIZE, legal_actions
-from .match import Side
+from .match import ActorFactory
 
 DEFAULT_VALUE_WEIGHT = 100.0  # chosen against the policy itself at 1.6M-4.1M steps (experiments/README.md)
 STATUS = LOOKAHEAD_STATUS  # where a candidate leads: decide / win / loss / draw / wait
@@ -164,7 +164,7 @@ class LookaheadActor:
         salt = int(self.salts.integers(0, 2**63))
         if obs_row[COUNT] <= 1:
             return None
-        n = self.env.engine.lookahead(row // 2, salt, self.next_obs, self.status)
+        n = self.env.engine.lookahead(game_of(row), salt, self.next_obs, self.status)
         status = self.status[:n]
         q = np.array([TERMINAL_Q.get(int(s), 0.0) for s in status])
         decide = np.flatnonzero(status == STATUS["decide"])
@@ -173,7 +173,9 @@ class LookaheadActor:
         return q, self.next_obs[decide].copy(), slot
 
 
-def lookahead_side(side: Side, seed: int, value_weight: float, made: list[LookaheadActor] | None = None) -> Side:
+def lookahead_side(
+    side: ActorFactory, seed: int, value_weight: float, made: list[LookaheadActor] | None = None
+) -> ActorFactory:
     """A policy side (match.policy_side) that searches a turn ahead before it acts; each actor it makes is
     appended to `made`, so a caller can read its counters after the match."""
     check_value_weight(value_weight)

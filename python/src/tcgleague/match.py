@@ -27,16 +27,19 @@ import torch
 
 from .actors import Actor, PolicyActor
 from .bots import BOTS, make_bot, random_actions
-from .env import TCGEnv
+from .env import TCGEnv, finished_games, game_of, rows_of, seat_of
 from .layout import ACTION_WIDTH, DEFAULT_TURN_CAP, DRAW, PASS
 from .policy.tcg_policy import TCGPolicy
 from .policy.tcg_sampler import TCGSampler
+from .rng import stream_seed
 from .scoring import Tally
 
-Side = Callable[[TCGEnv], Actor]
+ActorFactory = Callable[[TCGEnv], Actor]  # one side of a match: makes its Actor for the runner's env
 
 
-def policy_side(policy: TCGPolicy, sampler: TCGSampler, seed: int, argmax: bool = False, name: str = "policy") -> Side:
+def policy_side(
+    policy: TCGPolicy, sampler: TCGSampler, seed: int, argmax: bool = False, name: str = "policy"
+) -> ActorFactory:
     """A policy (the learner, a checkpoint, a league member) as a match side, sampling from
     its own generator seeded with `seed`."""
 
@@ -47,7 +50,7 @@ def policy_side(policy: TCGPolicy, sampler: TCGSampler, seed: int, argmax: bool 
     return make
 
 
-def bot_side(name: str, seed: int = 0) -> Side:
+def bot_side(name: str, seed: int = 0) -> ActorFactory:
     """A bot ("random" or "greedy") as a match side."""
     if name not in BOTS:
         raise ValueError(f"unknown bot {name!r}; valid: {', '.join(BOTS)}")
@@ -178,8 +181,8 @@ class MatchReport:
 
 @torch.no_grad()
 def play_match(
-    learner: Side,
-    opponent: Side,
+    learner: ActorFactory,
+    opponent: ActorFactory,
     episodes: int,
     seed: int,
     parallel: int = 256,
@@ -190,14 +193,16 @@ def play_match(
     the duplicate format, `parallel` games at a time; the report is from the learner's side.
     Deals draw both decks uniformly from the starter decks, or always use the pair `decks`."""
     n_deals = max(1, math.ceil(episodes / 2))
-    env = TCGEnv(num_games=max(1, min(parallel, 2 * n_deals)), seed=seed, turn_cap=turn_cap)
+    env = TCGEnv(num_games=max(1, min(parallel, 2 * n_deals)), seed=seed, turn_cap=turn_cap)  # a deal is two games
     deals = make_deals(n_deals, seed, len(env.pool.deck_names), decks)
     names = env.pool.deck_names
     # schedule: (deal, swapped, learner seat); the learner keeps its seat within a deal
     schedule = [(k, swapped, k % 2) for k in range(n_deals) for swapped in (False, True)]
     obs, _ = env.reset(seed)
     mine_actor, their_actor = learner(env), opponent(env)
-    filler = np.random.default_rng(seed + 2)  # idle slots (schedule exhausted) play random moves
+    filler = np.random.default_rng(
+        stream_seed(seed, "match_filler")
+    )  # idle slots (schedule exhausted) play random moves
     slot_game = np.full(env.num_games, -1, dtype=np.int64)
     learner_seat = np.zeros(env.num_games, dtype=np.int64)
     report = MatchReport(getattr(their_actor, "name", "opponent"))
@@ -206,7 +211,7 @@ def play_match(
     def assign(slot: int) -> None:
         """The next scheduled game goes to `slot` (or the slot idles)."""
         nonlocal next_index
-        rows = np.array([2 * slot, 2 * slot + 1])
+        rows = rows_of(np.array([slot]))
         mine_actor.reset_rows(rows)
         their_actor.reset_rows(rows)
         if next_index >= len(schedule):
@@ -226,9 +231,9 @@ def play_match(
     actions = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
     while (slot_game >= 0).any():
         active = np.flatnonzero(env.masks)
-        game = active // 2
+        game = game_of(active)
         busy = slot_game[game] >= 0
-        mine_mask = busy & (active % 2 == learner_seat[game])
+        mine_mask = busy & (seat_of(active) == learner_seat[game])
         mine, theirs, idle = active[mine_mask], active[busy & ~mine_mask], active[~busy]
         if len(mine):
             actions[mine] = mine_actor.act(obs, mine)
@@ -239,7 +244,7 @@ def play_match(
         if len(idle):
             actions[idle] = random_actions(obs, filler, idle)
         obs, _, terminals, truncations, infos = env.step(actions)
-        done = np.flatnonzero(terminals[0::2] | truncations[0::2])
+        done = finished_games(terminals, truncations)
         if len(infos) != len(done):
             raise RuntimeError(f"match lost episode records ({len(infos)} for {len(done)} finished games)")
         for slot, info in zip(done, infos):
@@ -267,3 +272,19 @@ def _record(scheduled: tuple[int, bool, int], info: dict, names: list[str]) -> G
         turns=int(info["turns"]),
         truncated=bool(info["truncated"]),
     )
+
+
+def evaluate_vs_bots(policy: TCGPolicy, sampler: TCGSampler, games: int, seed: int, turn_cap: int) -> dict:
+    """eval/winrate_vs_<bot> and eval/games_vs_<bot>: a duplicate match vs each bot, on `seed`'s deals."""
+    out = {}
+    for bot in BOTS:
+        report = play_match(
+            policy_side(policy, sampler, seed),
+            bot_side(bot, stream_seed(seed, "second_side")),
+            games,
+            seed,
+            turn_cap=turn_cap,
+        )
+        out[f"eval/winrate_vs_{bot}"] = report.winrate
+        out[f"eval/games_vs_{bot}"] = float(report.games)
+    return out

@@ -1,7 +1,7 @@
 """The opponent side: who plays the rows that are not the learner's, as the trainer sees it.
 
 The trainer's collect loop talks to one `OpponentSide`; plain self-play and the league
-(`league.side.LeagueOpponents`) are two implementations, so the loop has no league branches:
+(`league.opponents.LeagueOpponents`) are two implementations, so the loop has no league branches:
 
     mine, theirs = side.split(rows)                  # learner rows it trains on / opponent rows
     actions[theirs] = side.act(obs, theirs)          # (Actor interface)

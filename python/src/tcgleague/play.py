@@ -23,14 +23,15 @@ from rich.panel import Panel
 from .actors import PolicyActor
 from .bots import BOTS, make_bot
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .engine import LAYOUT
 from .engine.cards import CardPool, load_card_pool
-from .env import TCGEnv
+from .env import TCGEnv, seat_of
 from .errors import ArgumentError, entry_point
-from .evaluate_checkpoint import checkpoint_sampler, checkpoint_turn_cap
 from .layout import ACTION_WIDTH, DRAW, legal_actions
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import policy_side
+from .rng import stream_seed
 
 ACTION_NAMES = {code: name for name, code in LAYOUT["action_types"].items()}
 GROUPS = sorted(LAYOUT["entity_groups"].items(), key=lambda kv: kv[1])  # (name, first entity), in order
@@ -156,16 +157,17 @@ def play(args: argparse.Namespace, console: Console, read: Callable[[str], str])
     agent = agent_actor(loaded, env, args.seed, "agent", args.lookahead)
     opponent = None
     if args.opponent in BOTS:
-        opponent = make_bot(args.opponent, env, args.seed + 1)
+        opponent = make_bot(args.opponent, env, stream_seed(args.seed, "second_side"))
     elif args.opponent is not None:
-        opponent = agent_actor(load_checkpoint(args.opponent, policy_config=None), env, args.seed + 1, "opponent")
+        checkpoint = load_checkpoint(args.opponent, policy_config=None)
+        opponent = agent_actor(checkpoint, env, stream_seed(args.seed, "second_side"), "opponent")
     obs, _ = env.reset(args.seed)
     results: list[int] = []
     actions = np.zeros((2, ACTION_WIDTH), dtype=np.int32)
     human = opponent is None
     while len(results) < args.games:
         row = int(np.flatnonzero(env.masks)[0])
-        if row % 2 == me:
+        if seat_of(row) == me:
             if opponent is None:
                 board = escape(board_text(env, None if args.reveal else 1 - me))
                 console.print(Panel(board, title=f"game {len(results) + 1}"))

@@ -11,6 +11,8 @@ step would force a sync (and a re-record) every minibatch.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -256,3 +258,12 @@ class PPOUpdater:
                     current[k].copy_(v)
                 else:
                     current[k] = v
+
+
+def lr_lambda(schedule: str, total_epochs: int) -> Callable[[int], float]:
+    """LR multiplier per epoch ([train] lr_schedule): linear decay to 0, cosine to 0, or constant."""
+    if schedule == "constant":
+        return lambda epoch: 1.0
+    if schedule == "cosine":
+        return lambda epoch: 0.5 * (1.0 + math.cos(math.pi * min(epoch, total_epochs) / total_epochs))
+    return lambda epoch: max(0.0, 1.0 - epoch / total_epochs)

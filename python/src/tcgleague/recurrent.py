@@ -49,7 +49,7 @@ class RowState:
     """(h, c) per env row, [num_rows, hidden] each: what a recurrent actor carries between the
     decisions of a row."""
 
-    def __init__(self, num_rows: int, hidden_size: int, device: torch.device | str = "cpu"):
+    def __init__(self, num_rows: int, hidden_size: int, device: torch.device):
         self.h = torch.zeros(num_rows, hidden_size, device=device)
         self.c = torch.zeros(num_rows, hidden_size, device=device)
 

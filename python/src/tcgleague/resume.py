@@ -84,7 +84,6 @@ def named_field_errors(loaded: LoadedCheckpoint):
 def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOptions, log=print) -> None:
     """Loads a validated checkpoint (checkpoint.load_checkpoint) into a freshly built trainer."""
     s = loaded.state
-    trainer.resumed_from = str(loaded.path)
     for note in loaded.notes:
         log(f"[resume] note: {note}")
     differs = [
@@ -101,7 +100,7 @@ def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOpti
     changes = reward_changes(s.get("config") or {}, trainer.cfg)
     if options.load_optimizer:
         with named_field_errors(loaded):
-            exact = trainer.load_state_dict(s, log)
+            exact = trainer.load_state_dict(s, log, resumed_from=str(loaded.path))
         log(
             f"[resume] {loaded.path}: weights, optimizer, LR scheduler and run state restored at epoch "
             f"{trainer.epoch}, global_step {trainer.global_step} (anneal_offset {trainer.anneal_offset}"
@@ -113,11 +112,8 @@ def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOpti
                 "because the optimizer state was restored with it"
             )
     else:
-        unwrap(trainer.policy).load_state_dict(s["policy"], strict=True)
-        trainer.global_step, trainer.epoch = 0, 0
-        trainer.anneal_offset = loaded.anneal_step
         with named_field_errors(loaded):
-            trainer.opponents.load_state_dict(s.get("league"), exact=False, log=log)
+            trainer.load_weights(s, loaded.anneal_step, log, resumed_from=str(loaded.path))
         log(
             f"[resume] {loaded.path}: weights only; global_step starts at 0, anneals continue from the "
             f"checkpoint's step: anneal_offset = {trainer.anneal_offset}"
@@ -134,7 +130,7 @@ def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOpti
                 "(--no-resume-auto-reset-critic)"
             )
     health = s.get("health") or {}
-    trainer.epoch_hooks.append(HealthProbe(trainer, health.get("entropy"), health.get("noop_rate"), log))
+    trainer.add_epoch_hook(HealthProbe(health.get("entropy"), health.get("noop_rate"), log))
 
 
 # ---- health probe ----------------------------------------------------------------------------------
@@ -160,13 +156,15 @@ def _fmt(v) -> str:
 
 
 class HealthProbe:
-    """An epoch hook that runs once, on the first epoch after a resume (then removes itself)."""
+    """An epoch hook that probes once, on the first epoch after a resume (then adds nothing)."""
 
-    def __init__(self, trainer: Trainer, entropy: float | None, noop_rate: float | None, log=print):
-        self.trainer, self.stored, self.log = trainer, {"entropy": entropy, "noop_rate": noop_rate}, log
+    def __init__(self, entropy: float | None, noop_rate: float | None, log=print):
+        self.stored, self.log, self.done = {"entropy": entropy, "noop_rate": noop_rate}, log, False
 
     def __call__(self, metrics: dict) -> dict:
-        self.trainer.epoch_hooks.remove(self)
+        if self.done:
+            return {}
+        self.done = True
         return probe_metrics(self.stored, metrics, self.log)
 
 

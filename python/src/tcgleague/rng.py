@@ -12,6 +12,22 @@ import random
 import numpy as np
 import torch
 
+# Every seeded stream of a run, as an offset from the seed it derives from ([base] seed, or a
+# rank's seed under torchrun), so no two streams share a seed. A new stream takes a new name here.
+SEED_OFFSETS = {
+    "second_side": 1,  # the second side of a match (its sampling or bot stream), after the first's seed
+    "frozen_pool": 1,  # the league's frozen members' sampling, from the rank's seed
+    "match_filler": 2,  # a match's idle game slots (random moves), from the match's seed
+    "league_random_bot": 2,  # the league's random bot, from the rank's seed
+    "exploiter": 3,  # the main exploiter's initial weights and streams, from [base] seed
+    "evaluation": 1000,  # the trainer's periodic evaluation deals (+ the epoch), away from the env's seeds
+}
+
+
+def stream_seed(seed: int, stream: str) -> int:
+    """The seed of `stream` (a SEED_OFFSETS name) for a run or match seeded `seed`."""
+    return int(seed) + SEED_OFFSETS[stream]
+
 
 def restore_generator(generator: torch.Generator, state, seed: int) -> bool:
     """Sets `generator` to a saved state; False (and reseeded with `seed`) when the state is of

@@ -92,7 +92,7 @@ class RolloutBuffer:
         obs_size: int,
         hidden_size: int,
         num_rows: int,
-        device: torch.device | str = "cpu",
+        device: torch.device,
     ):
         if capacity % horizon:
             raise ValueError(f"rollout capacity {capacity} must be a multiple of bptt_horizon {horizon}")

@@ -15,6 +15,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
+
 from .atomic import remove_leftover_temp_files
 from .build import build_trainer, policy_config
 from .checkpoint import (
@@ -170,10 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.league_enable:
         overrides += ["--league.enable", "true"]
     cfg = load_config(args.config, overrides, log=lambda msg: print(msg, file=sys.stderr))
-    dist = init_distributed(cfg.dist, resolve_device(cfg.base.device, torchrun_local_rank()))
+    device = resolve_device(cfg.base.device, torchrun_local_rank())  # this rank's, resolved once
+    dist = init_distributed(cfg.dist, device)
     finished = False
     try:
-        code = run(args, cfg, dist)
+        code = run(args, cfg, dist, device)
         finished = True
         return code
     finally:
@@ -192,7 +195,7 @@ def rank_log(dist: Dist) -> Callable[[str], None]:
     return log
 
 
-def run(args: argparse.Namespace, cfg: Config, dist: Dist) -> int:
+def run(args: argparse.Namespace, cfg: Config, dist: Dist, device: torch.device) -> int:
     # Rank 0 resolves and validates the checkpoint; a refusal stops every rank with its one line.
     loaded, options = dist.from_main(lambda: load_resume(args, cfg), refusals=(UserInputError,))
     # Every input is valid: only now is anything created on disk (by rank 0 alone).
@@ -208,7 +211,7 @@ def run(args: argparse.Namespace, cfg: Config, dist: Dist) -> int:
         dashboard = Dashboard(cfg.base.run_name, cfg.train.total_timesteps, enabled=cfg.train.dashboard)
     started = refused = False
     try:
-        trainer = build_trainer(cfg, run_dir, logger, dashboard, dist)
+        trainer = build_trainer(cfg, run_dir, logger, dashboard, dist, device)
         if dist.is_main:
             print(f"run directory: {run_dir}")
             if dist.enabled:

@@ -7,8 +7,9 @@ anneals, evaluates against the bots now and then (match.py), logs, and hands che
 caller. Only a row's own decisions are trained; the learner's LSTM state lives per row (in its
 PolicyActor, on the policy's device) and restarts from zeros at the first decision of a game.
 
-The trainer is handed its collaborators (env, policy, sampler, opponent side, logger,
-dashboard); `build.build_trainer(cfg, run_dir)` is the one place that makes them from a config.
+The trainer is handed its collaborators (env, policy, sampler, opponent side, device, logger,
+dashboard; `build.build_trainer(cfg, run_dir)` makes them from a config) and owns the run's
+state: only its own methods (`restart_at`, `load_state_dict`, ...) write its fields.
 """
 
 from __future__ import annotations
@@ -21,53 +22,24 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .actors import PolicyActor
 from .anneal import anneal_values, anneals_from_config
-from .bots import BOTS
 from .config import Config
 from .devices import compile_mode_for, loss_compile_mode
-from .dist import SINGLE, Dist, merge_rank_metrics, weights_digest
+from .dist import SINGLE, Dist, reduce_epoch, weights_digest
+from .env import summarize_episodes
 from .errors import NonFiniteError
-from .layout import ACTION_WIDTH, DRAW, OBS_SIZE, PASS
+from .layout import ACTION_WIDTH, PASS
+from .learner import LearnerSizes, build_learner
 from .logger import Dashboard, RunLogger
-from .match import bot_side, play_match, policy_side
+from .match import evaluate_vs_bots
 from .opponent_side import OpponentSide
-from .policy.tcg_policy import TCGPolicy, unwrap
+from .policy.tcg_policy import TCGPolicy, strip_compile_prefix, unwrap
 from .policy.tcg_sampler import TCGSampler
-from .ppo import PPOUpdater, UpdateSettings
-from .rollout import RolloutBuffer
-from .run_state import job_state, load_job_state
+from .ppo import lr_lambda
+from .rng import global_state, set_global_state, stream_seed
+from .run_state import job_state, rank_part, restore_games, restore_sampling_stream
 from .transfer import StepTransfer
 from .vecenv import VecEnv
-
-EVAL_SEED_OFFSET = 1000  # periodic evaluation deals: seed + 1000 + epoch, away from the env's seeds
-
-
-def lr_lambda(schedule: str, total_epochs: int) -> Callable[[int], float]:
-    """LR multiplier per epoch: linear decay to 0, cosine to 0, or constant."""
-    if schedule == "constant":
-        return lambda epoch: 1.0
-    if schedule == "cosine":
-        return lambda epoch: 0.5 * (1.0 + math.cos(math.pi * min(epoch, total_epochs) / total_epochs))
-    return lambda epoch: max(0.0, 1.0 - epoch / total_epochs)
-
-
-def summarize_episodes(infos: list[dict]) -> dict:
-    if not infos:
-        return {}
-    winners = np.array([e["winner"] for e in infos])
-    first = np.array([e["first_player"] for e in infos])
-    decided = winners != DRAW
-    return {
-        "environment/episodes": float(len(infos)),
-        "environment/episode_decisions": float(np.mean([e["decisions"] for e in infos])),
-        "environment/episode_turns": float(np.mean([e["turns"] for e in infos])),
-        "environment/noop_rate": float(np.mean([e["noop_rate"] for e in infos])),
-        "environment/truncation_rate": float(np.mean([e["truncated"] for e in infos])),
-        "environment/first_player_winrate": float(np.mean(winners[decided] == first[decided]))
-        if decided.any()
-        else 0.5,
-    }
 
 
 class Trainer:
@@ -80,15 +52,15 @@ class Trainer:
         policy: TCGPolicy,
         sampler: TCGSampler,
         opponents: OpponentSide,
+        device: torch.device,
         logger: RunLogger | None = None,
         dashboard: Dashboard | None = None,
         dist: Dist = SINGLE,
     ):
         self.cfg, self.env, self.policy, self.sampler, self.opponents = cfg, env, policy, sampler, opponents
-        self.logger, self.dashboard, self.dist = logger, dashboard, dist
+        self.device, self.logger, self.dashboard, self.dist = device, logger, dashboard, dist
         self.seed = dist.rank_seed(cfg.base.seed)  # this rank's env shard and sampling streams
         t = cfg.train
-        self.device = next(policy.parameters()).device
         self.total_epochs = math.ceil(t.total_timesteps / t.batch_size)
         if self.total_epochs * t.batch_size != t.total_timesteps and dist.is_main:
             print(
@@ -96,41 +68,42 @@ class Trainer:
                 f"({self.total_epochs} epochs of batch_size {t.batch_size})"
             )
         self.total_steps = self.total_epochs * t.batch_size
-        self.optimizer = torch.optim.Adam(
-            policy.parameters(), lr=t.learning_rate, eps=t.adam_eps, fused=self.device.type == "cuda"
+        compile_mode = compile_mode_for(cfg, device)
+        sizes = LearnerSizes(
+            t.batch_size,
+            t.minibatch_size,
+            t.learning_rate,
+            compile_mode,
+            loss_compile_mode(compile_mode, device, dist.enabled),
         )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(t.lr_schedule, self.total_epochs))
+        self.learner = build_learner(policy, sampler, t, sizes, env.num_rows, self.seed, device, "learner", dist)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.learner.optimizer, lr_lambda(t.lr_schedule, self.total_epochs)
+        )
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
         self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
-        hidden = policy.hidden_size
-        self.buffer = RolloutBuffer(t.batch_size, t.bptt_horizon, OBS_SIZE, hidden, env.num_agents, self.device)
-        compile_mode = compile_mode_for(cfg, self.device)
-        settings = UpdateSettings(
-            t.minibatch_size // t.bptt_horizon,
-            t.update_epochs,
-            t.max_grad_norm,
-            t.norm_adv,
-            loss_compile_mode(compile_mode, self.device, dist.enabled),
-            t.precision,
-        )
-        self.updater = PPOUpdater(
-            policy, sampler, self.optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, self.device, dist
-        )
-        # rollout sampling and minibatch order, on the policy's device
-        self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
-        self.learner = PolicyActor(
-            policy, sampler, env.num_agents, self.generator, name="learner", compile_mode=compile_mode
-        )
-        self.transfer = StepTransfer(env.num_games, self.device)
-        self.episode_start = np.ones(env.num_agents, dtype=bool)
-        self.actions = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
+        self.transfer = StepTransfer(env.num_games, device)
+        self.episode_start = np.ones(env.num_rows, dtype=bool)
+        self.actions = np.zeros((env.num_rows, ACTION_WIDTH), dtype=np.int32)
         self.global_step = 0
         self.epoch = 0
         self.obs: np.ndarray | None = None  # None until the first rollout resets the env
         self.last_metrics: dict = {}
         self.resumed_from: str | None = None  # checkpoint path once resumed
         self.epoch_hooks: list[Callable[[dict], dict]] = []  # extra metrics per epoch (resume's health probe)
+
+    # ---- the run's counters: written here and by load_state_dict only ---------------------------
+    def restart_at(self, global_step: int, epoch: int, anneal_offset: int, resumed_from: str | None = None) -> None:
+        """Continues the run's count from a checkpoint: exactly (its step and epoch) or weights
+        only (0, 0, and the anneals offset to where the checkpoint's were)."""
+        self.global_step, self.epoch, self.anneal_offset = int(global_step), int(epoch), int(anneal_offset)
+        if resumed_from is not None:
+            self.resumed_from = str(resumed_from)
+
+    def add_epoch_hook(self, hook: Callable[[dict], dict]) -> None:
+        """`hook(metrics) -> extra metrics`, called after every epoch (resume's health probe)."""
+        self.epoch_hooks.append(hook)
 
     def apply_anneals(self) -> dict:
         values = anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset)
@@ -155,7 +128,7 @@ class Trainer:
         if self.obs is None:
             self.obs = self.env.reset(self.seed)
             self.opponents.start(self.global_step)
-        buffer = self.buffer
+        buffer, actor = self.learner.buffer, self.learner.actor
         buffer.start_epoch()
         infos, decisions = [], 0
         entropy_sum = torch.zeros((), device=self.device)
@@ -170,7 +143,7 @@ class Trainer:
             slots = np.full(len(rows), buffer.capacity)
             slots[at] = mine_slots
             obs, rows_dev, slots_dev, starts = self.transfer.upload(self.obs, rows, slots, self.episode_start[rows])
-            d = self.learner.decide(obs, rows_dev, params, episode_start=starts)
+            d = actor.decide(obs, rows_dev, params, episode_start=starts)
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
             buffer.drop_unstored(mine, mine_slots, d.value, at)
             stored = slots_dev < buffer.capacity
@@ -207,15 +180,16 @@ class Trainer:
         mine = mine[~self.episode_start[mine]]
         if len(mine):
             obs = torch.from_numpy(self.obs[mine]).to(self.device)
-            self.buffer.bootstrap(mine, self.learner.values(obs, torch.from_numpy(mine).to(self.device)))
+            values = self.learner.actor.values(obs, torch.from_numpy(mine).to(self.device))
+            self.learner.buffer.bootstrap(mine, values)
         self.opponents.finish_collect(self.obs, theirs)
 
     # ---- verb 2: update ------------------------------------------------------------------------
     def update(self, params: torch.Tensor) -> dict:
         """GAE over the collected epoch, then the clipped-PPO minibatch updates and one LR step."""
         t = self.cfg.train
-        batch = self.buffer.pack(t.gamma, t.gae_lambda)
-        metrics = self.updater.update(batch, params, self.loss_coefs(), self.generator)
+        batch = self.learner.buffer.pack(t.gamma, t.gae_lambda)
+        metrics = self.learner.updater.update(batch, params, self.loss_coefs(), self.learner.generator)
         self.scheduler.step()
         if metrics["losses/update_rolled_back"]:
             self.nonfinite_update(int(metrics["losses/first_nonfinite_step"]))
@@ -266,7 +240,7 @@ class Trainer:
         metrics.update(
             {
                 "train/epoch": float(self.epoch),
-                "train/learning_rate": self.optimizer.param_groups[0]["lr"],
+                "train/learning_rate": self.learner.optimizer.param_groups[0]["lr"],
                 "perf/sps": self.cfg.train.batch_size / elapsed,
                 "perf/epoch_seconds": elapsed,
                 "perf/rollout_seconds": rollout_s,
@@ -278,20 +252,9 @@ class Trainer:
         return metrics
 
     def evaluate(self) -> dict:
-        """eval/winrate_vs_<bot>: a duplicate match (match.play_match) vs each bot."""
-        cfg, out = self.cfg, {}
-        seed = cfg.base.seed + EVAL_SEED_OFFSET + self.epoch
-        for bot in BOTS:
-            report = play_match(
-                policy_side(self.policy, self.sampler, seed),
-                bot_side(bot, seed + 1),
-                cfg.train.eval_games,
-                seed,
-                turn_cap=cfg.env.turn_cap,
-            )
-            out[f"eval/winrate_vs_{bot}"] = report.winrate
-            out[f"eval/games_vs_{bot}"] = float(report.games)
-        return out
+        """eval/winrate_vs_<bot>, on deals of this epoch's evaluation seed."""
+        seed = stream_seed(self.cfg.base.seed, "evaluation") + self.epoch
+        return evaluate_vs_bots(self.policy, self.sampler, self.cfg.train.eval_games, seed, self.cfg.env.turn_cap)
 
     # ---- the loop --------------------------------------------------------------------------------
     def train(
@@ -331,24 +294,9 @@ class Trainer:
         return self.last_metrics
 
     def reduce_across_ranks(self, metrics: dict, out_of_time: bool) -> tuple[dict, bool]:
-        """The epoch's metrics exchange: every rank's metrics merged (dist.py), whether any rank
-        ran out of time, and a check that the replicas' weights are still identical (a
-        divergence is a bug: the job stops rather than train on). A single process keeps its
-        own metrics as they are."""
+        """Every rank's metrics merged, any rank out of time, the replicas' weights compared (dist.reduce_epoch)."""
         digest = weights_digest(unwrap(self.policy).state_dict()) if self.dist.enabled else None
-        gathered = self.dist.all_gather((metrics, digest, out_of_time))
-        merged = merge_rank_metrics([m for m, _, _ in gathered], self.cfg.train.batch_size)
-        if self.dist.enabled:  # a torchrun job, of one rank too
-            merged["dist/world_size"] = float(self.dist.world_size)
-            merged["dist/rank0_sps"] = gathered[0][0]["perf/sps"]
-            digests = [d for _, d, _ in gathered]
-            if len(set(digests)) != 1:
-                raise RuntimeError(
-                    f"the policy replicas diverged at epoch {self.epoch}: weight digests by rank "
-                    f"{[d[:12] for d in digests]}"
-                )
-            merged["dist/replicas_in_sync"] = 1.0
-        return merged, any(o for _, _, o in gathered)
+        return reduce_epoch(self.dist, metrics, digest, out_of_time, self.cfg.train.batch_size, self.epoch)
 
     def checkpoint_due(self) -> bool:
         """After this epoch, by [train] checkpoint_interval (+ _unit epochs or steps)."""
@@ -359,12 +307,86 @@ class Trainer:
             )
         return self.epoch % t.checkpoint_interval == 0
 
-    # ---- run state (run_state.py) ----------------------------------------------------------------
+    # ---- run state (its format and checks: run_state.py) ----------------------------------------
     def state_dict(self) -> dict | None:
         """Everything a checkpoint holds about this run; under torchrun every rank calls it at
-        once and rank 0 gets the whole job's state, the others None (run_state.job_state)."""
-        return job_state(self)
+        once and rank 0 gets the whole job's state, the others None."""
+        module = unwrap(self.policy)
+        gathered = self.dist.gather((self.rank_state(), weights_digest(module.state_dict())))
+        return None if gathered is None else job_state(gathered, self.shared_state())
 
-    def load_state_dict(self, state: dict, log=print) -> bool:
-        """Restores `state_dict()`; returns whether the continuation is exact (run_state.load_job_state)."""
-        return load_job_state(self, state, log)
+    def rank_state(self) -> dict:
+        """What this rank alone holds: its games, its LSTM state, its sampling stream and its
+        opponent side's running state."""
+        actor = self.learner.actor
+        return {
+            "run_state": {
+                "num_agents": int(self.env.num_rows),
+                "env": self.env.state_dict() if self.obs is not None else None,  # None: before the first rollout
+                "state_h": actor.state.h.detach().cpu().clone(),
+                "state_c": actor.state.c.detach().cpu().clone(),
+                "episode_start": torch.from_numpy(self.episode_start.copy()),
+                "actions": torch.from_numpy(self.actions.copy()),
+            },
+            "generator": self.learner.generator.get_state(),
+            "generator_device": self.device.type,
+            "league": self.opponents.state_dict(),
+        }
+
+    def shared_state(self) -> dict:
+        """What every rank shares: weights, optimizer, schedule, counters, anneals, the global
+        RNG streams, the last metrics, the config."""
+        module = unwrap(self.policy)
+        return {
+            "policy": strip_compile_prefix(module.state_dict()),
+            "policy_config": module.config.to_dict(),
+            "optimizer": self.learner.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "global_step": int(self.global_step),
+            "epoch": int(self.epoch),
+            "anneal_offset": int(self.anneal_offset),
+            "anneal": anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset),
+            "sampling_params": self.sampler.get_sampling_params(),
+            "rng": global_state(),
+            "metrics": self.last_metrics,
+            "config": self.cfg.to_dict(),
+            "resumed_from": self.resumed_from,
+        }
+
+    def load_state_dict(self, state: dict, log=print, resumed_from: str | None = None) -> bool:
+        """Restores `state_dict()` in full: weights, optimizer, LR scheduler, counters, RNG
+        streams, and - when they fit this env and this job's world size - the running games with
+        their LSTM state. Returns whether the continuation is exact (the running games were restored)."""
+        unwrap(self.policy).load_state_dict(state["policy"], strict=True)
+        self.learner.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.restart_at(state["global_step"], state["epoch"], state.get("anneal_offset") or 0, resumed_from)
+        if "rng" in state:
+            set_global_state(state["rng"])
+        mine = rank_part(state, self.dist, log)
+        if mine is None:  # another world size: fresh games and streams from this rank's seed
+            self.opponents.load_state_dict(state.get("league"), False, log)
+            return False
+        exact = self.load_games(mine["run_state"], log) if mine.get("run_state") is not None else False
+        if mine.get("generator") is not None:
+            saved_device = mine.get("generator_device", "cpu")
+            restore_sampling_stream(self.learner.generator, mine["generator"], saved_device, self.seed, log)
+        self.opponents.load_state_dict(mine.get("league"), exact, log)
+        return exact
+
+    def load_weights(self, state: dict, anneal_offset: int, log=print, resumed_from: str | None = None) -> None:
+        """A weights-only resume: the checkpoint's weights and league pool; step and epoch from 0,
+        the anneals offset by `anneal_offset`; fresh games."""
+        unwrap(self.policy).load_state_dict(state["policy"], strict=True)
+        self.restart_at(0, 0, anneal_offset, resumed_from)
+        self.opponents.load_state_dict(state.get("league"), exact=False, log=log)
+
+    def load_games(self, run: dict, log) -> bool:
+        """Engine, env buffers, LSTM state and episode flags; False (warned) if they do not fit."""
+        self.obs = restore_games(self.env, run, self.seed, log)
+        if self.obs is None:
+            return False
+        self.learner.actor.state.load_state_dict({"h": run["state_h"], "c": run["state_c"]})
+        self.episode_start[:] = run["episode_start"].numpy()
+        self.actions[:] = run["actions"].numpy()
+        return True

@@ -18,6 +18,7 @@ import torch
 
 from .config.sections import EXACT_INT_LIMIT
 from .devices import mark_static
+from .env import rows_of
 from .layout import ACTION_WIDTH, OBS_SIZE
 
 ROW, SLOT, START = 0, 1, 2  # the rows of the per-game values after the observations
@@ -28,7 +29,7 @@ class StepTransfer:
     download(actions) -> int32 numpy [num_games, 4]."""
 
     def __init__(self, num_games: int, device: torch.device):
-        if 2 * num_games >= EXACT_INT_LIMIT:
+        if rows_of(num_games) >= EXACT_INT_LIMIT:
             raise ValueError(f"{num_games} games: env rows must stay below {EXACT_INT_LIMIT} to travel in float32")
         self.device = torch.device(device)
         cuda = self.device.type == "cuda"

@@ -7,7 +7,7 @@ import numpy as np
 import pufferlib.vector
 import torch
 
-from .env import TCGEnv
+from .env import TCGEnv, game_of
 
 
 class VecEnv:
@@ -33,9 +33,9 @@ class VecEnv:
                 TCGEnv, backend=kinds[backend], num_envs=num_envs, env_kwargs=env_kwargs, seed=seed, **extra
             )
             self._env = None
-        self.num_agents = (self._env or self._vec).num_agents
-        self.num_games = self.num_agents // 2
-        self.masks = np.zeros(self.num_agents, dtype=bool)
+        self.num_rows = (self._env or self._vec).num_agents  # PufferLib calls the row count num_agents
+        self.num_games = game_of(self.num_rows)  # all env objects' games together
+        self.masks = np.zeros(self.num_rows, dtype=bool)
 
     def reset(self, seed: int) -> np.ndarray:
         if self._env is not None:

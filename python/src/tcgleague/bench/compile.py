@@ -26,16 +26,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", default=None, help="compile mode (default: [train] compile_mode)")
 
 
-def run(args: argparse.Namespace) -> dict:
-    recordings = GraphRecordings()
-    trainer = build_trainer(args.config, [*args.overrides, "--train.compile", "false"])
+def _contenders(trainer, batch, mode: str) -> dict[str, dict]:
+    """The eager and the compiled PPOUpdater ("step") and PolicyActor ("decide") on the trainer's
+    policy, sampler and optimizer."""
     t, device = trainer.cfg.train, trainer.device
-    mode = args.mode or t.compile_mode
-    trainer.apply_anneals()
-    params = trainer.sampler.params_tensor(device)
-    trainer.collect(params)
-    batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
-    coefs = trainer.loss_coefs()
 
     def updater(compiled: bool) -> PPOUpdater:
         settings = UpdateSettings(
@@ -44,7 +38,7 @@ def run(args: argparse.Namespace) -> dict:
         return PPOUpdater(
             trainer.policy,
             trainer.sampler,
-            trainer.optimizer,
+            trainer.learner.optimizer,
             settings,
             t.bptt_horizon,
             batch.obs.shape[-1],
@@ -55,21 +49,20 @@ def run(args: argparse.Namespace) -> dict:
     def actor(compiled: bool) -> PolicyActor:
         generator = torch.Generator(device=device).manual_seed(0)
         return PolicyActor(
-            trainer.policy, trainer.sampler, trainer.env.num_agents, generator, compile_mode=mode if compiled else None
+            trainer.policy, trainer.sampler, trainer.env.num_rows, generator, compile_mode=mode if compiled else None
         )
 
-    games = trainer.env.num_games
-    obs, rows = trainer.transfer.obs, torch.arange(games, device=device) * 2  # the rollout's own input tensor
-    kinds = {
+    return {
         "step": {m: updater(m == "compiled") for m in ("eager", "compiled")},
         "decide": {m: actor(m == "compiled") for m in ("eager", "compiled")},
     }
-    for u in kinds["step"].values():
-        u.load_minibatch(batch, torch.arange(u.settings.minibatch_segments, device=device))
-    calls = {
-        "step": lambda u: lambda: u.step(params, coefs),
-        "decide": lambda a: lambda: a.decide(obs, rows, params),
-    }
+
+
+def _time_all(
+    args: argparse.Namespace, device: torch.device, kinds: dict, calls: dict, recordings: GraphRecordings
+) -> tuple[dict, float, int, int]:
+    """Warms every contender up, then times it: (ms per step by (kind, mode), warm-up seconds,
+    recompiles after warm-up, CUDA-graph recordings in warm-up)."""
     start = time.perf_counter()
     for kind, pair in kinds.items():
         for obj in pair.values():
@@ -82,6 +75,30 @@ def run(args: argparse.Namespace) -> dict:
         for m, obj in pair.items()
     }
     recompiles = counters["stats"]["unique_graphs"] - graphs
+    return ms, warmup_seconds, recompiles, recorded
+
+
+def run(args: argparse.Namespace) -> dict:
+    recordings = GraphRecordings()
+    trainer = build_trainer(args.config, [*args.overrides, "--train.compile", "false"])
+    t, device = trainer.cfg.train, trainer.device
+    mode = args.mode or t.compile_mode
+    trainer.apply_anneals()
+    params = trainer.sampler.params_tensor(device)
+    trainer.collect(params)
+    batch = trainer.learner.buffer.pack(t.gamma, t.gae_lambda)
+    coefs = trainer.loss_coefs()
+
+    games = trainer.env.num_games
+    obs, rows = trainer.transfer.obs, torch.arange(games, device=device) * 2  # the rollout's own input tensor
+    kinds = _contenders(trainer, batch, mode)
+    for u in kinds["step"].values():
+        u.load_minibatch(batch, torch.arange(u.settings.minibatch_segments, device=device))
+    calls = {
+        "step": lambda u: lambda: u.step(params, coefs),
+        "decide": lambda a: lambda: a.decide(obs, rows, params),
+    }
+    ms, warmup_seconds, recompiles, recorded = _time_all(args, device, kinds, calls, recordings)
     figures = {
         "eager_ms": ms["step", "eager"],
         "compiled_ms": ms["step", "compiled"],

@@ -29,7 +29,7 @@ from pathlib import Path
 from ..bots import BOTS
 from ..build import build_trainer, policy_config
 from ..checkpoint import load_checkpoint
-from ..config import Config, load_config
+from ..config import Config, config_from_dict, load_config
 from ..engine.cards import load_card_pool
 from ..errors import ArgumentError
 from ..evaluate_checkpoint import evaluate_loaded
@@ -85,11 +85,11 @@ def bench_config(config: str, args: argparse.Namespace, league: bool) -> Config:
     overrides = ["--train.dashboard", "false", "--wandb.enable", "false", *threads, *args.overrides]
     overrides += ["--league.enable", "true"] if league else []
     overrides += ["--train.total-timesteps", str(args.steps)] if args.steps else []
-    batch = load_config(config, overrides).train.batch_size
-    every = max(1, args.eval_every // batch) if args.eval_every else 0  # 0: no curve
-    return load_config(
-        config, [*overrides, "--train.eval-interval", str(every), "--train.eval-games", str(args.curve_episodes)]
-    )
+    data = load_config(config, overrides).to_dict()
+    train = data["train"]
+    train["eval_interval"] = max(1, args.eval_every // train["batch_size"]) if args.eval_every else 0  # 0: no curve
+    train["eval_games"] = args.curve_episodes
+    return config_from_dict(data)
 
 
 def train_one(

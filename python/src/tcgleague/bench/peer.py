@@ -39,7 +39,7 @@ from ..config import load_config
 from ..errors import ArgumentError
 from ..evaluate_checkpoint import evaluate_loaded
 from ..train import checkpoint_writer
-from .peers import Snapshot, read_snapshots
+from .peers.shared import Snapshot, read_snapshots
 
 
 @dataclass(frozen=True)

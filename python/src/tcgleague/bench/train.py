@@ -43,13 +43,12 @@ def rollout_compute_seconds(trainer, steps: int) -> float:
     feeds it, so a compiled step replays rather than compiling anew)."""
     obs, rows = trainer.transfer.obs, trainer.transfer.values[ROW].long()
     params = trainer.sampler.params_tensor(trainer.device)
-    return timed(trainer.device, lambda: trainer.learner.decide(obs, rows, params), steps)
+    return timed(trainer.device, lambda: trainer.learner.actor.decide(obs, rows, params), steps)
 
 
 def run(args: argparse.Namespace) -> dict:
     trainer = build_trainer(args.config, args.overrides)
     t, device = trainer.cfg.train, trainer.device
-    trainer.total_epochs = 10**9  # the bench decides how long to run
     trainer.train_epoch()  # warm-up (allocations, thread pools, compilation)
     clock = time_env_steps(trainer)
     totals = {"epoch": 0.0, "rollout": 0.0, "update": 0.0}
@@ -61,9 +60,9 @@ def run(args: argparse.Namespace) -> dict:
     epoch, rollout_s, update_s = (totals[k] / args.epochs for k in ("epoch", "rollout", "update"))
     env_s = clock["env_seconds"] / args.epochs
     rollout = rollout_compute_seconds(trainer, t.batch_size // trainer.env.num_games)
-    batch = trainer.buffer.pack(t.gamma, t.gae_lambda)
+    batch = trainer.learner.buffer.pack(t.gamma, t.gae_lambda)
     params, coefs = trainer.sampler.params_tensor(device), trainer.loss_coefs()
-    update = timed(device, lambda: trainer.updater.update(batch, params, coefs, trainer.generator))
+    update = timed(device, lambda: trainer.learner.updater.update(batch, params, coefs, trainer.learner.generator))
     figures = {
         "sps": t.batch_size / epoch,
         "epoch_seconds": epoch,
@@ -78,12 +77,12 @@ def run(args: argparse.Namespace) -> dict:
         "num_games": trainer.env.num_games,
         "env_threads": trainer.cfg.env.num_threads,
         "torch_threads": torch.get_num_threads(),
-        "compiled": trainer.updater.compiled,
+        "compiled": trainer.learner.updater.compiled,
         "device": str(device),
         "config": args.config,
     }
     print_table(
-        f"training throughput ({args.config}, {device}, compile {'on' if trainer.updater.compiled else 'off'})",
+        f"training throughput ({args.config}, {device}, compile {'on' if trainer.learner.updater.compiled else 'off'})",
         [
             ("learner decisions/s (end to end)", f"{figures['sps']:,.0f}", SPS_TARGET.get(device.type, "")),
             ("epoch wall time", f"{epoch:.3f} s", ""),

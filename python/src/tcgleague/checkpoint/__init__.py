@@ -1,8 +1,10 @@
 """Checkpoints: the file format, saving and THE load-and-validate path (files.py), the
-structural check of every field (fields.py), and converting older files (convert.py,
+structural check of every field (fields.py; its type checks in field_types.py, the run state's
+validators in run_state_fields.py), and converting older files (convert.py,
 `python -m tcgleague.checkpoint convert`)."""
 
-from .fields import FieldError, check_against_policy, check_fields, check_resume_fields
+from .field_types import FieldError
+from .fields import check_against_policy, check_fields, check_resume_fields
 from .files import (
     FORMAT,
     FORMAT_VERSION,

@@ -62,7 +62,8 @@ from ..fingerprint import (
     versions,
 )
 from ..policy.tcg_policy import PolicyConfig, TCGPolicy, policy_from_state
-from .fields import FieldError, check_against_policy, check_fields, check_resume_fields
+from .field_types import FieldError
+from .fields import check_against_policy, check_fields, check_resume_fields
 
 FORMAT = "tcgleague-checkpoint"
 FORMAT_VERSION = 1
@@ -295,21 +296,38 @@ def load_checkpoint(
             check_resume_fields(state)
         except FieldError as err:
             raise CheckpointError(f"checkpoint {path} cannot be resumed exactly: {err}") from None
-    loaded_warnings, notes = [], []
+    loaded_warnings = []
     fp = state["fingerprint"] or {}
     if state["fingerprint"] is None:
-        if strict:
-            raise CheckpointError(
-                f"checkpoint {path}: refusing under --resume-strict: it has no fingerprint (written "
-                "before checkpoints carried one), so its layout and sources cannot be verified"
-            )
-        msg = (
-            f"WARNING: checkpoint {path} has no fingerprint (written before checkpoints carried one): its "
-            "observation layout and sources cannot be verified"
-            + ("" if "run_state" in state else ", and it holds no run state to resume exactly")
+        loaded_warnings.append(_unverifiable_warning(path, state, strict))
+        log(loaded_warnings[-1])
+    stored_arch = _check_compatible(path, state, fp, policy_config)
+    changed = changed_sources(fp.get("source_hashes") or {}, source_hashes()) if fp else []
+    if changed:
+        loaded_warnings.append(_changed_sources_warning(path, changed, strict))
+        log(loaded_warnings[-1])
+    notes = _version_notes(fp)
+    arch, policy = _policy_of(path, state, stored_arch)
+    return LoadedCheckpoint(path, state, arch, policy, loaded_warnings, notes)
+
+
+def _unverifiable_warning(path: Path, state: dict, strict: bool) -> str:
+    """The warning for a checkpoint without a fingerprint; under strict, a refusal."""
+    if strict:
+        raise CheckpointError(
+            f"checkpoint {path}: refusing under --resume-strict: it has no fingerprint (written "
+            "before checkpoints carried one), so its layout and sources cannot be verified"
         )
-        loaded_warnings.append(msg)
-        log(msg)
+    return (
+        f"WARNING: checkpoint {path} has no fingerprint (written before checkpoints carried one): its "
+        "observation layout and sources cannot be verified"
+        + ("" if "run_state" in state else ", and it holds no run state to resume exactly")
+    )
+
+
+def _check_compatible(path: Path, state: dict, fp: dict, policy_config: PolicyConfig | None) -> dict:
+    """Refuses a different observation layout, action space or architecture; returns the stored
+    architecture (`policy_config` None: the stored one, with the code's card count)."""
     where = f"checkpoint {path} is incompatible with this code"
     for key, current, what in (
         ("obs_layout_hash", obs_layout_hash(), "observation layout hash"),
@@ -327,23 +345,34 @@ def load_checkpoint(
     diffs = architecture_differences(stored_arch, expected)
     if diffs:
         raise CheckpointError(f"{where}: architecture differs: {'; '.join(diffs)} {label}")
-    changed = changed_sources(fp.get("source_hashes") or {}, source_hashes()) if fp else []
-    if changed:
-        if strict:
-            raise CheckpointError(
-                f"checkpoint {path}: refusing under --resume-strict: behaviour-defining source "
-                f"changed since it was written: {', '.join(changed)}"
-            )
-        msg = (
-            f"WARNING: checkpoint {path}: behaviour-defining source changed since it was written: "
-            f"{', '.join(changed)} (the policy may not behave as it did; --resume-strict refuses this)"
+    return stored_arch
+
+
+def _changed_sources_warning(path: Path, changed: list[str], strict: bool) -> str:
+    """The warning for changed behaviour-defining sources; under strict, a refusal."""
+    if strict:
+        raise CheckpointError(
+            f"checkpoint {path}: refusing under --resume-strict: behaviour-defining source "
+            f"changed since it was written: {', '.join(changed)}"
         )
-        loaded_warnings.append(msg)
-        log(msg)
+    return (
+        f"WARNING: checkpoint {path}: behaviour-defining source changed since it was written: "
+        f"{', '.join(changed)} (the policy may not behave as it did; --resume-strict refuses this)"
+    )
+
+
+def _version_notes(fp: dict) -> list[str]:
+    notes = []
     stored_versions, now = fp.get("versions") or {}, versions()
     for name in sorted(set(stored_versions) | set(now)) if fp else ():
         if stored_versions.get(name) != now.get(name):
             notes.append(f"{name} version {stored_versions.get(name)} in the checkpoint, {now.get(name)} here")
+    return notes
+
+
+def _policy_of(path: Path, state: dict, stored_arch: dict) -> tuple[PolicyConfig, TCGPolicy]:
+    """The stored architecture and a policy holding the stored weights, checked against the
+    fields whose shapes follow it."""
     try:
         arch = PolicyConfig.from_dict(stored_arch)
         policy = policy_from_state(state["policy"], arch)
@@ -353,4 +382,4 @@ def load_checkpoint(
         check_against_policy(state, policy)
     except FieldError as err:
         raise CheckpointError(f"checkpoint {path} is damaged: {err}") from None
-    return LoadedCheckpoint(path, state, arch, policy, loaded_warnings, notes)
+    return arch, policy

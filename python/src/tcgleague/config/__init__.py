@@ -10,6 +10,7 @@ overrides.
 
 from .loader import config_from_dict, load_config, parse_overrides
 from .sections import (
+    ANNEAL_KEYS,
     ANNEALS,
     CHECKPOINT_UNITS,
     COMPILE_MODES,
@@ -21,6 +22,7 @@ from .sections import (
     SECTIONS,
     VEC_BACKENDS,
     WANDB_MODES,
+    Anneal,
     BaseSection,
     Config,
     ConfigError,
@@ -31,9 +33,11 @@ from .sections import (
     TrainSection,
     VecSection,
     WandbSection,
+    anneal_settings,
 )
 
 __all__ = [
+    "ANNEAL_KEYS",
     "ANNEALS",
     "CHECKPOINT_UNITS",
     "COMPILE_MODES",
@@ -45,6 +49,7 @@ __all__ = [
     "SECTIONS",
     "VEC_BACKENDS",
     "WANDB_MODES",
+    "Anneal",
     "BaseSection",
     "Config",
     "ConfigError",
@@ -55,6 +60,7 @@ __all__ = [
     "TrainSection",
     "VecSection",
     "WandbSection",
+    "anneal_settings",
     "config_from_dict",
     "load_config",
     "parse_overrides",

@@ -1,6 +1,7 @@
 """Run configuration sections: one dataclass per `.ini` section, one annotated field per key
 with its default (adding a key is a one-line change; add its check to config/validate.py if
-it has constraints)."""
+it has constraints). A linear anneal is one `name: Anneal = Anneal(...)` line that stands for
+its six keys (`<name>_initial` ... `<name>_anneal_end_step`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,66 @@ class ConfigError(UserInputError, ValueError):
     """A config file or override is malformed, unknown or inconsistent."""
 
     label = "config error"
+
+
+# --------------------------------------------------------------------------------------------
+# Anneals. A section declares each linear anneal as one `name: Anneal = Anneal(...)` line;
+# `anneal_section` expands it in place into the flat keys `<name>_<suffix>` (ANNEAL_KEYS), which
+# are what files, the command line and to_dict() see.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Anneal:
+    """One anneal's keys, their types and defaults (the fields of anneal.LinearAnneal)."""
+
+    initial: float
+    final: float
+    start_frac: float = 0.0
+    end_frac: float = 1.0
+    start_step: int | None = None  # absolute step; overrides start_frac
+    end_step: int | None = None  # absolute step; overrides end_frac
+
+
+ANNEAL_KEYS = {  # Anneal field -> key suffix: [section] <name>_<suffix>
+    "initial": "initial",
+    "final": "final",
+    "start_frac": "anneal_start_frac",
+    "end_frac": "anneal_end_frac",
+    "start_step": "anneal_start_step",
+    "end_step": "anneal_end_step",
+}
+
+
+def anneal_key(name: str, field_name: str) -> str:
+    """The config key of Anneal field `field_name` of anneal `name` (e.g. ent_coef_anneal_end_step)."""
+    return f"{name}_{ANNEAL_KEYS[field_name]}"
+
+
+def anneal_settings(section: Any, name: str) -> dict[str, Any]:
+    """{Anneal field: value} of anneal `name` as a section instance holds it."""
+    return {f: getattr(section, anneal_key(name, f)) for f in ANNEAL_KEYS}
+
+
+def anneal_section(cls: type) -> type:
+    """`@dataclass`, after replacing each `name: Anneal = Anneal(...)` line with its flat keys at
+    that position (so key order, defaults and type hints are those of hand-written fields)."""
+    hints = Anneal.__annotations__  # strings under `from __future__ import annotations`, like cls's
+    annotations: dict[str, Any] = {}
+    names: list[str] = []
+    for key, hint in cls.__annotations__.items():
+        spec = cls.__dict__.get(key)
+        if not isinstance(spec, Anneal):
+            annotations[key] = hint
+            continue
+        delattr(cls, key)
+        names.append(key)
+        for f in dataclasses.fields(Anneal):
+            annotations[anneal_key(key, f.name)] = hints[f.name]
+            setattr(cls, anneal_key(key, f.name), getattr(spec, f.name))
+    cls.__annotations__ = annotations
+    cls.__anneals__ = tuple(names)  # type: ignore[attr-defined]
+    return dataclass(cls)
 
 
 # --------------------------------------------------------------------------------------------
@@ -48,7 +109,7 @@ class VecSection:
     num_workers: int = 1
 
 
-@dataclass
+@anneal_section
 class PolicySection:
     card_embed_dim: int = 32
     entity_dim: int = 64
@@ -57,21 +118,11 @@ class PolicySection:
     legal_scorer_dim: int = 32
     legal_effect_dim: int = 16
     primary_temperature: float = 1.0
-    subaction_temperature_initial: float = 1.0
-    subaction_temperature_final: float = 1.0
-    subaction_temperature_anneal_start_frac: float = 0.0
-    subaction_temperature_anneal_end_frac: float = 1.0
-    subaction_temperature_anneal_start_step: int | None = None
-    subaction_temperature_anneal_end_step: int | None = None
-    smoothing_eps_initial: float = 0.0
-    smoothing_eps_final: float = 0.0
-    smoothing_eps_anneal_start_frac: float = 0.0
-    smoothing_eps_anneal_end_frac: float = 1.0
-    smoothing_eps_anneal_start_step: int | None = None
-    smoothing_eps_anneal_end_step: int | None = None
+    subaction_temperature: Anneal = Anneal(initial=1.0, final=1.0)
+    smoothing_eps: Anneal = Anneal(initial=0.0, final=0.0)
 
 
-@dataclass
+@anneal_section
 class TrainSection:
     total_timesteps: int = 8_000_000
     batch_size: int = 16384
@@ -88,12 +139,7 @@ class TrainSection:
     max_grad_norm: float = 0.5
     norm_adv: bool = True
     adam_eps: float = 1e-5
-    ent_coef_initial: float = 0.01
-    ent_coef_final: float = 0.01
-    ent_coef_anneal_start_frac: float = 0.0
-    ent_coef_anneal_end_frac: float = 1.0
-    ent_coef_anneal_start_step: int | None = None
-    ent_coef_anneal_end_step: int | None = None
+    ent_coef: Anneal = Anneal(initial=0.01, final=0.01)
     compile: str = "auto"  # auto | true | false (auto = on for cuda, off on cpu)
     compile_mode: str = "reduce-overhead"
     precision: str = "fp32"  # fp32 | bf16 (the loss's forward under bf16 autocast)
@@ -188,10 +234,9 @@ EXPLOITER_OPPONENTS = ("learner", "snapshot")
 RATINGS = ("openskill",)
 DIST_BACKENDS = ("auto", "gloo", "nccl")
 MAX_DIST_TIMEOUT = 86400
-ANNEALS = {  # anneal name -> section holding its keys
-    "subaction_temperature": "policy",
-    "smoothing_eps": "policy",
-    "ent_coef": "train",
+# Anneal name -> section holding its keys, in declaration order.
+ANNEALS: dict[str, str] = {
+    name: section for section, cls in SECTIONS.items() for name in getattr(cls, "__anneals__", ())
 }
 
 

@@ -1,35 +1,37 @@
 """Config validation: impossible values and combinations, each named by `[section] key` with a
-valid value (`validate`), and the files a config points at (`check_files`: the deck pool, the
-experiments directory), checked before a run creates anything."""
+valid value (`validate`, which runs one small validator per section, in VALIDATORS order; the
+[league] ones live in validate_league.py), and the files a config points at (`check_files`: the
+deck pool, the experiments directory), checked before a run creates anything."""
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
 from ..engine.cards import CardDataError, deck_weights, load_card_pool
+from ..layout import ROWS_PER_GAME
 from .sections import (
     ANNEALS,
     CHECKPOINT_UNITS,
     COMPILE_MODES,
     DIST_BACKENDS,
     EXACT_INT_LIMIT,
-    EXPLOITER_OPPONENTS,
     LR_SCHEDULES,
     MAX_DIST_TIMEOUT,
     NAN_POLICIES,
-    PFSP_WEIGHTINGS,
     PRECISIONS,
-    RATINGS,
     SWITCHES,
     VEC_BACKENDS,
     WANDB_MODES,
     Config,
     ConfigError,
+    anneal_key,
 )
+from .validate_league import Check, validate_league_mix, validate_league_pool
 
 # Upper bounds past which a value is a typo, and would crash or hang rather than fail cleanly.
 MAX_THREADS = max(64, 4 * (os.cpu_count() or 1))  # torch / OpenMP threads: thousands exhaust the process
@@ -58,6 +60,8 @@ def cuda_devices() -> int:
 
 
 def validate(cfg: Config) -> None:
+    """Runs every section's checks in a fixed order and raises one ConfigError listing all the
+    failures, so a user fixes a config in one pass rather than one error per run."""
     errors: list[str] = []
 
     def check(ok: bool, section: str, key: str, msg: str) -> None:
@@ -65,9 +69,15 @@ def validate(cfg: Config) -> None:
             value = getattr(getattr(cfg, section), key)
             errors.append(f"[{section}] {key} = {value!r}: {msg}")
 
-    b, e, v, p, t, w = cfg.base, cfg.env, cfg.vec, cfg.policy, cfg.train, cfg.wandb
+    for validator in VALIDATORS:
+        validator(cfg, check)
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
 
-    # [base]
+
+def validate_base(cfg: Config, check: Check) -> None:
+    """[base]: names that become paths, and a device this machine actually has."""
+    b = cfg.base
     check(
         bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", b.run_name)),
         "base",
@@ -94,9 +104,13 @@ def validate(cfg: Config) -> None:
     )
     check(bool(b.experiments_dir.strip()), "base", "experiments_dir", "must not be empty (e.g. experiments)")
 
-    # [env]
+
+def validate_env(cfg: Config, check: Check) -> None:
+    """[env]: sizes the engine can hold (int16 turns, float32-exact row counts)."""
+    e = cfg.env
     check(e.num_games >= 1, "env", "num_games", "must be >= 1 (e.g. 1024)")
-    check(2 * e.num_games < EXACT_INT_LIMIT, "env", "num_games", f"must be < {EXACT_INT_LIMIT // 2} (e.g. 1024)")
+    limit = EXACT_INT_LIMIT // ROWS_PER_GAME  # its rows' indices travel in float32
+    check(e.num_games < limit, "env", "num_games", f"must be < {limit} (e.g. 1024)")
     check(1 <= e.turn_cap <= MAX_TURN_CAP, "env", "turn_cap", f"must be in [1, {MAX_TURN_CAP}] (e.g. 30)")
     check(
         1 <= e.num_threads <= MAX_THREADS,
@@ -105,7 +119,10 @@ def validate(cfg: Config) -> None:
         f"must be in [1, {MAX_THREADS}] (e.g. 1, or the cores you can spare: this machine has {os.cpu_count()})",
     )
 
-    # [vec]
+
+def validate_vec(cfg: Config, check: Check) -> None:
+    """[vec]: a backend and an env/worker split it can run."""
+    v = cfg.vec
     check(v.backend in VEC_BACKENDS, "vec", "backend", f"must be one of {', '.join(VEC_BACKENDS)}")
     check(v.num_envs >= 1, "vec", "num_envs", "must be >= 1 (e.g. 1)")
     check(v.num_workers >= 1, "vec", "num_workers", "must be >= 1 (e.g. 1)")
@@ -125,7 +142,10 @@ def validate(cfg: Config) -> None:
             f"{_nearest_divisor(v.num_envs, v.num_workers)})",
         )
 
-    # [policy]
+
+def validate_policy(cfg: Config, check: Check) -> None:
+    """[policy]: widths that fit in memory, positive temperatures, smoothing below 1."""
+    p = cfg.policy
     for key in ("card_embed_dim", "entity_dim", "hidden_size"):
         check(1 <= getattr(p, key) <= MAX_WIDTH, "policy", key, f"must be in [1, {MAX_WIDTH}] (e.g. 64)")
     check(
@@ -151,7 +171,11 @@ def validate(cfg: Config) -> None:
     for key in ("smoothing_eps_initial", "smoothing_eps_final"):
         check(0 <= getattr(p, key) < 1, "policy", key, "must be in [0, 1) (e.g. 0.05)")
 
-    # [train]
+
+def validate_train_sizes(cfg: Config, check: Check) -> None:
+    """[train] counts: positive, within float32-exact range, and a batch that splits evenly
+    into minibatches of whole BPTT segments."""
+    t = cfg.train
     for key, example in (
         ("total_timesteps", 10_000_000),
         ("batch_size", 32768),
@@ -164,32 +188,43 @@ def validate(cfg: Config) -> None:
     check(t.batch_size < EXACT_INT_LIMIT, "train", "batch_size", f"must be < {EXACT_INT_LIMIT} (e.g. 32768)")
     check(t.total_timesteps <= MAX_TIMESTEPS, "train", "total_timesteps", f"must be <= {MAX_TIMESTEPS:.0e} (e.g. 1e9)")
     if t.batch_size >= 1 and t.minibatch_size >= 1 and t.bptt_horizon >= 1:
-        if t.batch_size % t.minibatch_size != 0:
-            sugg = _nearest_divisor(t.batch_size, t.minibatch_size, t.bptt_horizon)
-            hint = (
-                f"e.g. minibatch_size = {sugg}"
-                if sugg is not None
-                else f"e.g. batch_size = {-(-t.batch_size // t.minibatch_size) * t.minibatch_size}"
-            )
-            check(
-                False,
-                "train",
-                "minibatch_size",
-                f"[train] batch_size = {t.batch_size} must be divisible by minibatch_size ({hint})",
-            )
-        if t.minibatch_size % t.bptt_horizon != 0:
-            sugg = _nearest_divisor(t.batch_size, t.minibatch_size, t.bptt_horizon)
-            hint = (
-                f"e.g. minibatch_size = {sugg}"
-                if sugg is not None
-                else f"e.g. bptt_horizon = {_nearest_divisor(t.minibatch_size, t.bptt_horizon)}"
-            )
-            check(
-                False,
-                "train",
-                "bptt_horizon",
-                f"[train] minibatch_size = {t.minibatch_size} must be divisible by bptt_horizon ({hint})",
-            )
+        _check_batch_split(cfg, check)
+
+
+def _check_batch_split(cfg: Config, check: Check) -> None:
+    """batch_size % minibatch_size and minibatch_size % bptt_horizon, each with a fix that works."""
+    t = cfg.train
+    if t.batch_size % t.minibatch_size != 0:
+        sugg = _nearest_divisor(t.batch_size, t.minibatch_size, t.bptt_horizon)
+        hint = (
+            f"e.g. minibatch_size = {sugg}"
+            if sugg is not None
+            else f"e.g. batch_size = {-(-t.batch_size // t.minibatch_size) * t.minibatch_size}"
+        )
+        check(
+            False,
+            "train",
+            "minibatch_size",
+            f"[train] batch_size = {t.batch_size} must be divisible by minibatch_size ({hint})",
+        )
+    if t.minibatch_size % t.bptt_horizon != 0:
+        sugg = _nearest_divisor(t.batch_size, t.minibatch_size, t.bptt_horizon)
+        hint = (
+            f"e.g. minibatch_size = {sugg}"
+            if sugg is not None
+            else f"e.g. bptt_horizon = {_nearest_divisor(t.minibatch_size, t.bptt_horizon)}"
+        )
+        check(
+            False,
+            "train",
+            "bptt_horizon",
+            f"[train] minibatch_size = {t.minibatch_size} must be divisible by bptt_horizon ({hint})",
+        )
+
+
+def validate_train_options(cfg: Config, check: Check) -> None:
+    """[train] optimiser coefficients, named choices and checkpoint/eval cadence."""
+    t = cfg.train
     check(t.learning_rate > 0, "train", "learning_rate", "must be > 0 (e.g. 3e-4)")
     check(t.lr_schedule in LR_SCHEDULES, "train", "lr_schedule", f"must be one of {', '.join(LR_SCHEDULES)}")
     check(0 < t.gamma <= 1, "train", "gamma", "must be in (0, 1] (e.g. 0.99)")
@@ -215,11 +250,14 @@ def validate(cfg: Config) -> None:
     check(t.max_checkpoints >= 1, "train", "max_checkpoints", "must be >= 1 (e.g. 5)")
     check(t.eval_interval >= 0, "train", "eval_interval", "must be >= 0 (0 = off; e.g. 25)")
 
-    # Anneals: fracs in [0, 1], steps >= 0, resolved start <= end.
+
+def validate_anneals(cfg: Config, check: Check) -> None:
+    """Every anneal: fracs in [0, 1], steps >= 0 or none, and a start no later than its end once
+    steps and fracs are resolved against [train] total_timesteps (as LinearAnneal.bounds does)."""
+    total = cfg.train.total_timesteps
     for name, section in ANNEALS.items():
         sec = getattr(cfg, section)
-        sf, ef = f"{name}_anneal_start_frac", f"{name}_anneal_end_frac"
-        ss, es = f"{name}_anneal_start_step", f"{name}_anneal_end_step"
+        sf, ef, ss, es = (anneal_key(name, f) for f in ("start_frac", "end_frac", "start_step", "end_step"))
         for key in (sf, ef):
             check(0 <= getattr(sec, key) <= 1, section, key, "must be in [0, 1] (e.g. 0.5)")
         for key in (ss, es):
@@ -228,8 +266,8 @@ def validate(cfg: Config) -> None:
         check(
             getattr(sec, sf) <= getattr(sec, ef), section, sf, f"must be <= {ef} = {getattr(sec, ef)} (e.g. {sf} = 0.0)"
         )
-        start = getattr(sec, ss) if getattr(sec, ss) is not None else getattr(sec, sf) * t.total_timesteps
-        end = getattr(sec, es) if getattr(sec, es) is not None else getattr(sec, ef) * t.total_timesteps
+        start = getattr(sec, ss) if getattr(sec, ss) is not None else getattr(sec, sf) * total
+        end = getattr(sec, es) if getattr(sec, es) is not None else getattr(sec, ef) * total
         if (getattr(sec, ss) is not None or getattr(sec, es) is not None) and start > end:
             key = ss if getattr(sec, ss) is not None else es
             check(
@@ -237,88 +275,16 @@ def validate(cfg: Config) -> None:
                 section,
                 key,
                 f"anneal start ({start:g}) is after its end ({end:g}) with [train] "
-                f"total_timesteps = {t.total_timesteps}; set {ss} <= {es} (e.g. {ss} = 0)",
+                f"total_timesteps = {total}; set {ss} <= {es} (e.g. {ss} = 0)",
             )
 
-    # [league] (checked even when disabled, so a bad value never waits for --league to surface)
-    lg = cfg.league
-    check(
-        lg.activate_after_steps >= 0,
-        "league",
-        "activate_after_steps",
-        "must be >= 0 (0 = league from the start; e.g. 5_000_000)",
-    )
-    ratios = ("latest_ratio", "bot_ratio", "exploiter_ratio")
-    for key in ratios:
-        check(0 <= getattr(lg, key) <= 1, "league", key, "must be in [0, 1] (e.g. 0.1)")
-    if all(0 <= getattr(lg, key) <= 1 for key in ratios):
-        last = "exploiter_ratio" if lg.exploiter_ratio > 0 else "bot_ratio"  # the share to shrink
-        room = max(0.0, round(1 - lg.latest_ratio - lg.bot_ratio - lg.exploiter_ratio + getattr(lg, last), 6))
-        check(
-            lg.latest_ratio + lg.bot_ratio + lg.exploiter_ratio <= 1 + 1e-9,
-            "league",
-            last,
-            f"latest_ratio + bot_ratio + exploiter_ratio must be <= 1 (the rest is the frozen-pool share; "
-            f"e.g. {last} = {room})",
-        )
-        most = (1 + lg.latest_ratio) / 2  # beyond it the exploiter plays more decisions than the learner
-        check(
-            lg.learner_trains_vs_exploiter or lg.exploiter_ratio <= most + 1e-9,
-            "league",
-            "exploiter_ratio",
-            f"must be <= (1 + latest_ratio) / 2 = {most:g} while learner_trains_vs_exploiter is false: "
-            f"the learner trains on none of the exploiter's games, so past that the exploiter plays more "
-            f"decisions than the learner (at 1, the learner none) (e.g. exploiter_ratio = 0.1)",
-        )
-    check(
-        lg.exploiter_opponent in EXPLOITER_OPPONENTS,
-        "league",
-        "exploiter_opponent",
-        f"must be one of {', '.join(EXPLOITER_OPPONENTS)} (e.g. snapshot)",
-    )
-    check(
-        not (lg.learner_trains_vs_exploiter and lg.exploiter_plays_snapshot),
-        "league",
-        "learner_trains_vs_exploiter",
-        "must be false while exploiter_opponent = snapshot: the learner plays none of the exploiter's games",
-    )
-    check(0 <= lg.exploiter_join_winrate <= 1, "league", "exploiter_join_winrate", "must be in [0, 1] (e.g. 0.7)")
-    check(lg.exploiter_reset_epochs >= 1, "league", "exploiter_reset_epochs", "must be >= 1 (e.g. 300)")
-    check(
-        0 <= lg.verification_members <= lg.pool_size,
-        "league",
-        "verification_members",
-        f"must be in [0, pool_size = {lg.pool_size}] (e.g. 2)",
-    )
-    check(
-        lg.pfsp_weighting in PFSP_WEIGHTINGS, "league", "pfsp_weighting", f"must be one of {', '.join(PFSP_WEIGHTINGS)}"
-    )
-    check(lg.checkpoint_add_interval >= 1, "league", "checkpoint_add_interval", "must be >= 1 (e.g. 10)")
-    check(lg.pool_size >= 1, "league", "pool_size", "must be >= 1 (e.g. 8)")
-    for key in ("keep_recent", "keep_old"):
-        check(getattr(lg, key) >= 0, "league", key, "must be >= 0 (e.g. 2)")
-    if lg.pool_size >= 1 and lg.keep_recent >= 0 and lg.keep_old >= 0:
-        check(
-            1 + lg.keep_recent + lg.keep_old <= lg.pool_size,
-            "league",
-            "pool_size",
-            f"must hold the champion plus keep_recent ({lg.keep_recent}) and keep_old "
-            f"({lg.keep_old}) members (e.g. pool_size = {1 + lg.keep_recent + lg.keep_old})",
-        )
-    check(lg.eval_games >= 1, "league", "eval_games", "must be >= 1 (e.g. 64)")
-    check(lg.promotion_min_games >= 1, "league", "promotion_min_games", "must be >= 1 (e.g. 64)")
-    for key in ("promotion_min_winrate", "baseline_min_winrate"):
-        check(0 <= getattr(lg, key) <= 1, "league", key, "must be in [0, 1] (e.g. 0.55)")
-    check(lg.promotion_z > 0, "league", "promotion_z", "must be > 0 (e.g. 1.96)")
-    check(0 < lg.payoff_decay <= 1, "league", "payoff_decay", "must be in (0, 1] (1 = no decay; e.g. 0.99)")
-    check(lg.rating in RATINGS, "league", "rating", f"must be one of {', '.join(RATINGS)}")
-    check(lg.opponent_batch >= 1, "league", "opponent_batch", "must be >= 1 (e.g. 256)")
 
-    # [dist]
+def validate_dist(cfg: Config, check: Check) -> None:
+    """[dist]: a backend that matches [base] device, and a timeout that catches a hung rank."""
     d = cfg.dist
     check(d.backend in DIST_BACKENDS, "dist", "backend", f"must be one of {', '.join(DIST_BACKENDS)}")
     check(
-        d.backend != "nccl" or b.device != "cpu",
+        d.backend != "nccl" or cfg.base.device != "cpu",
         "dist",
         "backend",
         "nccl needs CUDA devices: use gloo (or auto) with [base] device = cpu",
@@ -330,7 +296,10 @@ def validate(cfg: Config) -> None:
         f"must be in [1, {MAX_DIST_TIMEOUT}] (seconds a collective may wait; e.g. 900)",
     )
 
-    # [wandb]
+
+def validate_wandb(cfg: Config, check: Check) -> None:
+    """[wandb]: a known mode, and a project to log to when enabled."""
+    w = cfg.wandb
     check(w.mode in WANDB_MODES, "wandb", "mode", f"must be one of {', '.join(WANDB_MODES)}")
     check(
         not w.enable or bool(w.project.strip()),
@@ -339,8 +308,21 @@ def validate(cfg: Config) -> None:
         "must not be empty when W&B is enabled (e.g. tcgleague)",
     )
 
-    if errors:
-        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
+
+# The order errors are listed in.
+VALIDATORS: tuple[Callable[[Config, Check], None], ...] = (
+    validate_base,
+    validate_env,
+    validate_vec,
+    validate_policy,
+    validate_train_sizes,
+    validate_train_options,
+    validate_anneals,
+    validate_league_mix,
+    validate_league_pool,
+    validate_dist,
+    validate_wandb,
+)
 
 
 def _nearest_existing(path: Path) -> Path:

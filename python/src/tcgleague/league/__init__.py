@@ -6,10 +6,13 @@ members       the member store: ingest, files, load through the checkpoint modul
 ratings       the decayed payoff matrix and the OpenSkill ratings
 promotion     the promotion rule and pool retention
 manager       the pool's owner: candidates, evaluation matches, the state file
-side          the league as the trainer's opponent side
+opponents     the league as the trainer's opponent side: per-step row routing
+epoch         the league's work at each epoch's end: results, the exploiter, candidates
+replication   under torchrun, rank 0's manager replicated to the other ranks
+exploiter     the main exploiter, a second learner
 """
 
 from .manager import LeagueManager
-from .side import LeagueOpponents
+from .opponents import LeagueOpponents
 
 __all__ = ["LeagueManager", "LeagueOpponents"]

@@ -48,7 +48,7 @@ def bucket_size(n: int, max_batch: int) -> int:
 class FrozenPool:
     """Actor over the rows the frozen members play.
 
-    pool = FrozenPool(env.num_agents, cfg.league.opponent_batch, member_of=who_plays_rows)
+    pool = FrozenPool(env.num_rows, cfg.league.opponent_batch, device, seed, member_of=who_plays_rows)
     pool.add("e000010", policy, sampling_params)
     actions[rows] = pool.act(obs, rows)   # one stacked forward for every member
     pool.reset_rows(done_rows)            # at episode ends (row ids)
@@ -57,13 +57,13 @@ class FrozenPool:
     def __init__(
         self,
         num_rows: int,
-        max_batch: int = 256,
-        device="cpu",
+        max_batch: int,
+        device: torch.device,
         seed: int = 0,
         member_of: Callable[[np.ndarray], np.ndarray] | None = None,
     ):
         self.num_rows, self.max_batch = int(num_rows), int(max_batch)
-        self.device = torch.device(device)
+        self.device = device
         self.seed = int(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.members: dict[str, PolicyStep] = {}
@@ -173,7 +173,7 @@ class FrozenPool:
         if self.state is not None:
             self.state.reset_rows(rows)
         else:
-            RowState(self.num_rows, 1).reset_rows(rows)  # still validates the ids
+            RowState(self.num_rows, 1, self.device).reset_rows(rows)  # still validates the ids
 
     def reset_all(self) -> None:
         if self.state is not None:

@@ -24,6 +24,7 @@ from ..bots import BOTS, GREEDY
 from ..config import LeagueSection
 from ..match import bot_side, play_match, policy_side
 from ..policy.tcg_sampler import TCGSampler
+from ..rng import stream_seed
 from ..scoring import Tally
 from .matchmaking import LEARNER, RESERVED_IDS
 from .members import MemberStore, in_memory
@@ -47,12 +48,13 @@ class MemberMatches:
     def __init__(
         self,
         store: MemberStore,
+        device: torch.device,
         seed: int = 0,
         turn_cap: int | None = None,
-        device: torch.device | str = "cpu",
     ):
-        self.store, self.seed, self.turn_cap = store, int(seed), turn_cap
-        self.device = torch.device(device)
+        if not isinstance(device, torch.device):
+            raise TypeError(f"members play on the run's device (a torch.device), got {device!r}")
+        self.store, self.device, self.seed, self.turn_cap = store, device, int(seed), turn_cap
 
     def side(self, member_id: str, seed: int):
         if member_id in BOTS:
@@ -65,14 +67,14 @@ class MemberMatches:
             return Tally()
         seed = (self.seed * 1_000_003 + zlib.crc32(f"{a}|{b}".encode())) % (2**31)
         extra = {"turn_cap": self.turn_cap} if self.turn_cap is not None else {}
-        report = play_match(self.side(a, seed), self.side(b, seed + 1), games, seed, **extra)
+        report = play_match(self.side(a, seed), self.side(b, stream_seed(seed, "second_side")), games, seed, **extra)
         return report.tally
 
 
 class LeagueManager:
     """Pool, evaluation, ratings, payoff and promotion for one run.
 
-    mgr = LeagueManager(cfg.league, run_dir / "league", seed=cfg.base.seed)
+    mgr = LeagueManager(cfg.league, run_dir / "league", seed=cfg.base.seed, device=device)
     mgr.load()                                   # reads league_state.json (or its .bak)
     mgr.ingest("e000010", state_dict, policy_config, step=..., epoch=10)
     decision = mgr.evaluate("e000010")           # plays, rates, decides, retains, saves
@@ -87,14 +89,15 @@ class LeagueManager:
         log: Callable[[str], None] = print,
         baselines=BASELINES,
         turn_cap: int | None = None,
-        device: torch.device | str = "cpu",
+        device: torch.device | None = None,
     ):
+        """`device`: the run's, where evaluation matches play (needed unless `play` is given)."""
         self.cfg = cfg
         self.directory = Path(directory) if directory is not None else None
         self.log = log
         self.baselines = tuple(baselines)
         self.store = MemberStore(self.directory)
-        self.play = play if play is not None else MemberMatches(self.store, seed, turn_cap, device=device)
+        self.play = play if play is not None else MemberMatches(self.store, device, seed, turn_cap)
         self.champion: str | None = None
         self.ratings = Ratings()
         self.payoff = Payoff(cfg.payoff_decay)

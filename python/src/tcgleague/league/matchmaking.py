@@ -1,6 +1,6 @@
 """Matchmaking: who the learner plays in each game, drawn only at episode boundaries.
 
-Rows follow the env: row 2g + s is seat s of game g. A game is one of
+Rows follow the env: row `seat_row(g, s)` is seat s of game g (env.py). A game is one of
     self    - learner vs the latest self: both rows are learner rows (plain self-play);
     bot     - learner vs "random" or "greedy": one learner row, one bot row;
     member  - learner vs a frozen pool member: one learner row, one frozen row;
@@ -27,6 +27,7 @@ import numpy as np
 
 from ..bots import BOTS
 from ..config import PFSP_WEIGHTINGS, LeagueSection
+from ..env import rows_of, seat_row
 
 SELF, LEARNER = "self", "learner"  # the latest self as an opponent; the learner in the payoff
 EXPLOITER = "exploiter"  # the live main exploiter as an opponent
@@ -67,7 +68,7 @@ class Matchmaker:
     ):
         self.cfg = cfg
         self.exploiter_ratio = cfg.exploiter_ratio if exploiter else 0.0
-        self.num_games, self.num_rows = int(num_games), 2 * int(num_games)
+        self.num_games, self.num_rows = int(num_games), rows_of(int(num_games))
         self.bots = tuple(bots)
         self._ids: list[str] = [SELF, *BOTS]
         self._codes = {name: i for i, name in enumerate(self._ids)}
@@ -107,7 +108,7 @@ class Matchmaker:
         if not self.exploiter_ratio:
             return np.zeros(0, dtype=np.int64)
         games = np.flatnonzero(self.game_code == self.code_of(EXPLOITER))
-        return 2 * games + 1 - self.learner_seat[games]
+        return seat_row(games, 1 - self.learner_seat[games])
 
     def snapshot_rows(self) -> np.ndarray:
         """Env rows the exploiter's snapshot plays now (the learner's seat of its games; none
@@ -115,7 +116,7 @@ class Matchmaker:
         if not (self.exploiter_ratio and self.cfg.exploiter_plays_snapshot):
             return np.zeros(0, dtype=np.int64)
         games = np.flatnonzero(self.game_code == self.code_of(EXPLOITER))
-        return 2 * games + self.learner_seat[games]
+        return seat_row(games, self.learner_seat[games])
 
     def in_use(self) -> set[str]:
         return {self._ids[c] for c in np.unique(self.game_code)}
@@ -208,8 +209,8 @@ class Matchmaker:
         vs_snapshot = vs_exploiter & self.cfg.exploiter_plays_snapshot  # these games leave the learner out
         for s in (0, 1):
             theirs = (~selfplay & (seat != s)) | vs_snapshot
-            self.opponent_mask[2 * games + s] = theirs
-            self.learner_mask[2 * games + s] = ~theirs & trains
+            self.opponent_mask[seat_row(games, s)] = theirs
+            self.learner_mask[seat_row(games, s)] = ~theirs & trains
 
     # ---- reporting -------------------------------------------------------------------------
     def fractions(self) -> dict[str, float]:

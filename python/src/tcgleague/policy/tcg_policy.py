@@ -29,67 +29,16 @@ from torch import nn
 
 from ..engine import LAYOUT
 from ..recurrent import lstm_cell
-
-# Fixed feature scales by name (raw values are small integers). Unlisted numeric features get
-# DEFAULT_SCALE, so a feature added to the engine is still sensibly scaled.
-DEFAULT_SCALE = 0.1
-ENTITY_SCALES = {
-    "present": 1.0,
-    "cost": 0.1,
-    "attack": 0.1,
-    "health": 1 / 30,
-    "max_health": 1 / 30,
-    "exhausted": 1.0,
-    "frozen": 1.0,
-    "sick": 1.0,
-    "shield": 1.0,
-    "silenced": 1.0,
-    "weapon_attack": 0.1,
-    "weapon_durability": 0.2,
-    "temp_attack": 0.1,
-    "can_act": 1.0,
-}
-GLOBAL_SCALES = {
-    "turn": 1 / 60,
-    "my_turn": 1.0,
-    "phase_mulligan": 1.0,
-    "phase_main": 1.0,
-    "phase_response": 1.0,
-    "phase_target": 1.0,
-    "my_energy": 0.1,
-    "my_max_energy": 0.1,
-    "opp_energy": 0.1,
-    "opp_max_energy": 0.1,
-    "my_spark": 1.0,
-    "opp_spark": 1.0,
-    "my_hand": 1 / 8,
-    "opp_hand": 1 / 8,
-    "my_deck": 1 / 30,
-    "opp_deck": 1 / 30,
-    "my_discard": 1 / 30,
-    "opp_discard": 1 / 30,
-    "my_fatigue": 0.1,
-    "opp_fatigue": 0.1,
-    "seat": 1.0,
-    "i_went_first": 1.0,
-    "pending_amount": 0.1,
-    "my_leader_ability_used": 1.0,
-    "opp_leader_ability_used": 1.0,
-    "turns_left": 1 / 60,
-}
-# Action effects (changes of health and attack get DEFAULT_SCALE; counts and flags these).
-EFFECT_SCALES = {"my_units": 0.5, "opp_units": 0.5, "my_hand": 0.5, "win": 1.0, "loss": 1.0}
-# Categorical entity / global features, embedded rather than scaled.
-ENTITY_CATEGORICAL = ("card", "type")
-GLOBAL_CATEGORICAL = (
-    "pending_card",
-    "pending_op",
-    "attacker_entity",
-    "attack_target_entity",
-    "my_deck_id",
-    "opp_deck_id",
+from .attention import EntityAttention
+from .features import (
+    DEFAULT_SCALE,
+    EFFECT_SCALES,
+    ENTITY_CATEGORICAL,
+    ENTITY_SCALES,
+    GLOBAL_CATEGORICAL,
+    GLOBAL_SCALES,
+    entity_groups,
 )
-
 
 OPTIONAL_WIDTHS = (
     "entity_attention_layers",
@@ -140,44 +89,21 @@ def gather_rows(ent: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return out.squeeze(-2) if squeeze else out
 
 
-def _groups() -> list[tuple[str, int, int]]:
-    starts = sorted(LAYOUT["entity_groups"].items(), key=lambda kv: kv[1])
-    out = []
-    for i, (name, s) in enumerate(starts):
-        e = starts[i + 1][1] if i + 1 < len(starts) else LAYOUT["n_entities"]
-        out.append((name, s, e))
-    return out
-
-
-class EntityAttention(nn.Module):
-    """One pre-norm transformer layer over the entity rows. Pooling and the pointer heads see
-    each entity on its own; attention lets an entity's embedding depend on the others (what a
-    minion is worth depends on what it can attack and what blocks it). Only present entities
-    and the NONE row are attended to, so no row ever attends to nothing."""
-
-    def __init__(self, dim: int, heads: int):
-        super().__init__()
-        self.heads, self.scale = heads, 1.0 / math.sqrt(dim // heads)
-        self.norm_attention, self.norm_ff = nn.LayerNorm(dim), nn.LayerNorm(dim)
-        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
-        self.ff = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim))
-
-    def forward(self, x: torch.Tensor, visible: torch.Tensor) -> torch.Tensor:
-        """x [B, N, D], visible [B, N] (1.0 = may be attended to) -> [B, N, D]."""
-        b, n, d = x.shape
-        q, k, v = self.qkv(self.norm_attention(x)).reshape(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
-        # an additive mask, not -inf: a fully masked row would give NaN (it cannot happen, NONE is visible)
-        scores = (q @ k.transpose(-1, -2)) * self.scale + (visible[:, None, None, :] - 1.0) * 1e9
-        mixed = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d)
-        x = x + self.proj(mixed)
-        return x + self.ff(self.norm_ff(x))
-
-
 class TCGPolicy(nn.Module):
+    # The builders below create every parameter in a fixed order (the order of the RNG draws and
+    # of the state-dict keys): layout, entity encoder, pooling, globals, core, heads.
     def __init__(self, config: PolicyConfig):
         super().__init__()
         self.config = config
-        L = LAYOUT
+        self._read_layout()
+        self._build_entity_encoder()
+        pooled = self._build_pooling()
+        self._build_globals()
+        self._build_core(pooled)
+        self._build_heads()
+
+    def _read_layout(self) -> None:
+        L, config = LAYOUT, self.config
         self.obs_size = L["obs_size"]
         self.n_entities = L["n_entities"]
         self.entity_width = L["entity_width"]
@@ -188,12 +114,13 @@ class TCGPolicy(nn.Module):
         self.n_card_types = len(L["card_types"])
         self.n_ops = len(L["ops"])
         assert self.n_a == self.n_b == self.n_entities + 1 == self.none_entity + 1
-        D, H, E = config.entity_dim, config.hidden_size, config.card_embed_dim
-        self.entity_dim, self.hidden_size = D, H
-        self.point_scale = 1.0 / math.sqrt(D)
+        self.entity_dim, self.hidden_size = config.entity_dim, config.hidden_size
+        self.point_scale = 1.0 / math.sqrt(config.entity_dim)
 
-        # ---- entity features: card id embedded, type one-hot, the rest scaled numerics ----
-        ef = L["entity_features"]
+    def _build_entity_encoder(self) -> None:
+        """Entity features: card id embedded, type one-hot, the rest scaled numerics."""
+        config, D, E = self.config, self.config.entity_dim, self.config.card_embed_dim
+        ef = LAYOUT["entity_features"]
         self.ef_card, self.ef_type, self.ef_present = ef["card"], ef["type"], ef["present"]
         num_names = [n for n, _ in sorted(ef.items(), key=lambda kv: kv[1]) if n not in ENTITY_CATEGORICAL]
         self.register_buffer(
@@ -217,16 +144,20 @@ class TCGPolicy(nn.Module):
         self.attention = nn.ModuleList(EntityAttention(D, heads) for _ in range(config.entity_attention_layers))
         self.register_buffer("slot_base", torch.arange(self.n_entities + 1) * config.n_cards, persistent=False)
 
-        # ---- set pooling per zone: groups of size > 1 get masked mean + max, singletons the row ----
-        self.groups = _groups()
+    def _build_pooling(self) -> int:
+        """Set pooling per zone: groups of size > 1 get masked mean + max, singletons the row.
+        Returns the width of the pooled features."""
+        D = self.entity_dim
+        self.groups = entity_groups()
         assert [s for _, s, _ in self.groups] == [0] + [e for _, _, e in self.groups[:-1]], (
             "entity groups not contiguous"
         )
         self.group_sizes = [e - s for _, s, e in self.groups] + [1]  # + the NONE row
-        pooled = sum(2 * D if e - s > 1 else D for _, s, e in self.groups)
+        return sum(2 * D if e - s > 1 else D for _, s, e in self.groups)
 
-        # ---- globals ----
-        gf = L["global_features"]
+    def _build_globals(self) -> None:
+        config, D, E = self.config, self.entity_dim, self.config.card_embed_dim
+        gf = LAYOUT["global_features"]
         gnum = [n for n, _ in sorted(gf.items(), key=lambda kv: kv[1]) if n not in GLOBAL_CATEGORICAL]
         self.register_buffer("glob_num_idx", torch.tensor([gf[n] for n in gnum], dtype=torch.long), persistent=False)
         self.register_buffer(
@@ -239,53 +170,70 @@ class TCGPolicy(nn.Module):
         g_in = len(gnum) + E + self.n_ops + 2 * D + 2 * 8
         self.glob_mlp = nn.Sequential(nn.Linear(g_in, D), nn.ReLU(), nn.Linear(D, D), nn.ReLU())
 
+    def _build_core(self, pooled: int) -> None:
+        """The trunk over the pooled entities and the globals, then the LSTM."""
+        D, H = self.entity_dim, self.hidden_size
         self.trunk = nn.Sequential(nn.Linear(pooled + D, H), nn.ReLU(), nn.Linear(H, H), nn.LayerNorm(H))
         self.lstm = nn.LSTMCell(H, H)
 
-        # ---- heads ----
+    def _build_heads(self) -> None:
+        D, H = self.entity_dim, self.hidden_size
         self.value_head = nn.Sequential(nn.Linear(H, D), nn.ReLU(), nn.Linear(D, 1))
-        T = self.n_action_types
-        self.scores_legal_list = config.legal_scorer_dim > 0
-        self.scores_effects = self.scores_legal_list and config.legal_effect_dim > 0
+        self.scores_legal_list = self.config.legal_scorer_dim > 0
+        self.scores_effects = self.scores_legal_list and self.config.legal_effect_dim > 0
         if self.scores_legal_list:
-            # One logit per legal tuple, a sum of small tables scored once per decision (so the
-            # cost does not grow with the list): the type, (type, source), (type, target),
-            # (type, slot) and (source, target). A softmax over the tuples weighs "attack"
-            # against "play" through the attacks and plays on offer, not through a type logit
-            # that must guess what the later stages will find.
-            S = config.legal_scorer_dim
-            self.ls_type = nn.Linear(H, T)
-            self.ls_qa, self.ls_ka = nn.Linear(H, T * S), nn.Linear(D, S, bias=False)
-            self.ls_qb, self.ls_kb = nn.Linear(H, T * S), nn.Linear(D, S, bias=False)
-            self.ls_c = nn.Linear(H, T * self.n_c)
-            self.ls_gate = nn.Linear(H, S)
-            self.ls_src, self.ls_tgt = nn.Linear(D, S, bias=False), nn.Linear(D, S, bias=False)
-            near_uniform = (self.ls_type, self.ls_qa, self.ls_qb, self.ls_c, self.ls_gate, self.value_head[-1])
-            # What an action does at once (the engine applies it to a public copy of the game):
-            # "this attack kills their unit and loses mine" as a feature instead of a threshold
-            # the factor tables would have to learn from attack and health values.
-            if self.scores_effects:
-                X = config.legal_effect_dim
-                names = [n for n, _ in sorted(L["effect_features"].items(), key=lambda kv: kv[1])]
-                scales = [EFFECT_SCALES.get(n, DEFAULT_SCALE) for n in names]
-                self.register_buffer("effect_scale", torch.tensor(scales), persistent=False)
-                self.ls_fx = nn.Sequential(nn.Linear(len(names), X), nn.ReLU())
-                self.ls_qfx = nn.Linear(H, T * X)
-                near_uniform += (self.ls_qfx,)
+            near_uniform = self._build_legal_scorer()
         else:
-            self.type_head = nn.Linear(H, T)
-            self.qa_out, self.qa_type = nn.Linear(H, D), nn.Embedding(T, D)
-            self.qa = nn.Linear(D, D)  # pointer query; a key projection of ent would be redundant
-            self.qb_out, self.qb_type, self.qb_a = nn.Linear(H, D), nn.Embedding(T, D), nn.Linear(D, D, bias=False)
-            self.qb = nn.Linear(D, D)
-            self.qc_out, self.qc_type = nn.Linear(H, D), nn.Embedding(T, D)
-            self.qc_a, self.qc_b = nn.Linear(D, D, bias=False), nn.Linear(D, D, bias=False)
-            self.c_head = nn.Linear(D, self.n_c)
-            near_uniform = (self.type_head, self.qa, self.qb, self.c_head, self.value_head[-1])
-        # near-uniform initial policy, small initial value
+            near_uniform = self._build_staged_heads()
+        # near-uniform initial policy, small initial value (initialised in this order: RNG draws)
         for lin in near_uniform:
             nn.init.orthogonal_(lin.weight, gain=0.01)
             nn.init.zeros_(lin.bias)
+
+    def _build_legal_scorer(self) -> tuple[nn.Linear, ...]:
+        """One logit per legal tuple, a sum of small tables scored once per decision (so the
+        cost does not grow with the list): the type, (type, source), (type, target), (type, slot)
+        and (source, target). A softmax over the tuples weighs "attack" against "play" through
+        the attacks and plays on offer, not through a type logit that must guess what the later
+        stages will find. Returns the layers to initialise near uniform."""
+        D, H, T = self.entity_dim, self.hidden_size, self.n_action_types
+        S = self.config.legal_scorer_dim
+        self.ls_type = nn.Linear(H, T)
+        self.ls_qa, self.ls_ka = nn.Linear(H, T * S), nn.Linear(D, S, bias=False)
+        self.ls_qb, self.ls_kb = nn.Linear(H, T * S), nn.Linear(D, S, bias=False)
+        self.ls_c = nn.Linear(H, T * self.n_c)
+        self.ls_gate = nn.Linear(H, S)
+        self.ls_src, self.ls_tgt = nn.Linear(D, S, bias=False), nn.Linear(D, S, bias=False)
+        near_uniform = (self.ls_type, self.ls_qa, self.ls_qb, self.ls_c, self.ls_gate, self.value_head[-1])
+        if self.scores_effects:
+            near_uniform += self._build_effect_scorer()
+        return near_uniform
+
+    def _build_effect_scorer(self) -> tuple[nn.Linear, ...]:
+        """What an action does at once (the engine applies it to a public copy of the game):
+        "this attack kills their unit and loses mine" as a feature instead of a threshold the
+        factor tables would have to learn from attack and health values."""
+        H, T, X = self.hidden_size, self.n_action_types, self.config.legal_effect_dim
+        names = [n for n, _ in sorted(LAYOUT["effect_features"].items(), key=lambda kv: kv[1])]
+        scales = [EFFECT_SCALES.get(n, DEFAULT_SCALE) for n in names]
+        self.register_buffer("effect_scale", torch.tensor(scales), persistent=False)
+        self.ls_fx = nn.Sequential(nn.Linear(len(names), X), nn.ReLU())
+        self.ls_qfx = nn.Linear(H, T * X)
+        return (self.ls_qfx,)
+
+    def _build_staged_heads(self) -> tuple[nn.Linear, ...]:
+        """The autoregressive heads: type, then pointers a and b, then the slot c. Returns the
+        layers to initialise near uniform."""
+        D, H, T = self.entity_dim, self.hidden_size, self.n_action_types
+        self.type_head = nn.Linear(H, T)
+        self.qa_out, self.qa_type = nn.Linear(H, D), nn.Embedding(T, D)
+        self.qa = nn.Linear(D, D)  # pointer query; a key projection of ent would be redundant
+        self.qb_out, self.qb_type, self.qb_a = nn.Linear(H, D), nn.Embedding(T, D), nn.Linear(D, D, bias=False)
+        self.qb = nn.Linear(D, D)
+        self.qc_out, self.qc_type = nn.Linear(H, D), nn.Embedding(T, D)
+        self.qc_a, self.qc_b = nn.Linear(D, D, bias=False), nn.Linear(D, D, bias=False)
+        self.c_head = nn.Linear(D, self.n_c)
+        return (self.type_head, self.qa, self.qb, self.c_head, self.value_head[-1])
 
     # ------------------------------------------------------------------ encoder
     def encode(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

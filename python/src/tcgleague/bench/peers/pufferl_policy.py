@@ -29,7 +29,7 @@ from torch import nn
 
 from ...env import observation_space
 from ...layout import COUNT, MAX_LEGAL
-from . import LegalIndexActor, sample_masked
+from .shared import LegalIndexActor, sample_masked
 
 HIDDEN = 128
 NUM_ENVS = 64

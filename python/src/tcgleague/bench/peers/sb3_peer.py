@@ -19,7 +19,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from . import LegalIndexActor, SnapshotLog, command_line, sample_masked
+from .shared import LegalIndexActor, SnapshotLog, command_line, sample_masked
 from .versus_bot import VersusBot
 
 NUM_ENVS = 8

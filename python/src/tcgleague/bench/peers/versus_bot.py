@@ -15,7 +15,7 @@ import numpy as np
 from ...bots import GREEDY, make_bot
 from ...env import TCGEnv, observation_space
 from ...layout import ACTION_WIDTH, DEFAULT_TURN_CAP, MAX_LEGAL, legal_actions
-from . import legal_masks
+from .shared import legal_masks
 
 
 class VersusBot(gymnasium.Env):

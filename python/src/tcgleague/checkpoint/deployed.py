@@ -1,0 +1,30 @@
+"""A loaded checkpoint as it plays once deployed (evaluation, play, benches): the sampler at its
+annealed values, and the turn cap its run played with."""
+
+from __future__ import annotations
+
+from ..layout import DEFAULT_TURN_CAP
+from ..policy.tcg_sampler import TCGSampler
+from .files import CheckpointError, LoadedCheckpoint
+
+
+def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = None) -> TCGSampler:
+    """A sampler at the checkpoint's annealed values, or at temperature T (both stages, no smoothing)."""
+    state = loaded.state
+    params = dict(state.get("sampling_params") or {})
+    anneal = state.get("anneal") or {}
+    if "sampler/subaction_temperature" in anneal:
+        params["subaction_temperature"] = anneal["sampler/subaction_temperature"]
+    if "sampler/smoothing_eps" in anneal:
+        params["smoothing_eps"] = anneal["sampler/smoothing_eps"]
+    if temperature is not None:
+        params.update(primary_temperature=temperature, subaction_temperature=temperature, smoothing_eps=0.0)
+    return TCGSampler.from_params(params)
+
+
+def checkpoint_turn_cap(loaded: LoadedCheckpoint) -> int:
+    """The turn cap the checkpoint's run played with (its games are judged at the same cap)."""
+    turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", DEFAULT_TURN_CAP)
+    if isinstance(turn_cap, bool) or not isinstance(turn_cap, int) or turn_cap < 1:
+        raise CheckpointError(f"checkpoint {loaded.path} is damaged: field config.env.turn_cap: {turn_cap!r}")
+    return turn_cap

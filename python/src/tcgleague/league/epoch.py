@@ -1,0 +1,137 @@
+"""The league's work at the end of each epoch, after the learner's update (rank 0 owns it; see
+replication.py): the epoch's game results into the payoff, the main exploiter's update and its
+join-or-restart verdict, and every checkpoint_add_interval epochs a candidate of the learner,
+ingested and evaluated (which saves the league state file; other epochs save it here, so the
+file's payoff is never more than an epoch old). Candidates are ingested before
+activate_after_steps too, so the pool is populated (and rated) when the league starts."""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from ..config import LeagueSection
+from ..dist import Dist
+from ..policy.tcg_policy import unwrap
+from ..policy.tcg_sampler import TCGSampler
+from .exploiter import JOIN, MainExploiter
+from .manager import LeagueManager
+from .matchmaking import LEARNER
+
+GameResult = tuple[str, bool, bool]  # (opponent id, the learner won, the learner lost)
+
+
+class LeagueEpoch:
+    """`run(...)` once per epoch; `exploiter_metrics` are the exploiter's last update's figures."""
+
+    def __init__(self, cfg: LeagueSection, manager: LeagueManager, dist: Dist, exploiter: MainExploiter | None):
+        self.cfg, self.manager, self.dist, self.exploiter = cfg, manager, dist, exploiter
+        self.exploiter_metrics: dict[str, float] = {}
+
+    def run(
+        self,
+        epoch: int,
+        global_step: int,
+        policy: torch.nn.Module,
+        sampler: TCGSampler,
+        results: list[GameResult],
+        active: bool,
+    ) -> None:
+        """`results`: this rank's finished games of the epoch vs non-self opponents; `active`:
+        whether the league plays its opponents yet (activate_after_steps)."""
+        self.record_results(results)
+        if self.exploiter is not None:
+            self.train_exploiter(epoch, global_step, policy, active)
+        if self.dist.is_main:
+            self.ingest_candidate(epoch, global_step, policy, sampler)
+
+    def record_results(self, results: list[GameResult]) -> None:
+        """Every rank's finished games into the manager's payoff (rank 0), rank by rank in the
+        order they finished."""
+        gathered = self.dist.gather(results)
+        if self.dist.is_main:
+            for who, win, loss in (game for rank in gathered for game in rank):
+                self.manager.record_game(LEARNER, who, win=win, loss=loss)
+
+    def train_exploiter(self, epoch: int, global_step: int, main: torch.nn.Module, active: bool) -> None:
+        """Until the league is active the exploiter has no games and follows the learner's
+        weights; one that has no snapshot of the learner yet (a fresh one, or resumed from a
+        checkpoint without one) takes it now. Then, every checkpoint_add_interval epochs, it joins
+        the pool (no evaluation match: its training games are the test) if it beat the learner
+        (or its snapshot), and restarts from the learner when it joined or timed out; otherwise
+        it trains on its epoch."""
+        ex, cfg = self.exploiter, self.cfg
+        if not active or ex.needs_snapshot:
+            ex.restart_from(main)
+            self.exploiter_metrics = ex.discard()
+            return
+        verdict = ex.verdict(
+            epoch,
+            cfg.checkpoint_add_interval,
+            cfg.promotion_min_games,
+            cfg.exploiter_join_winrate,
+            cfg.exploiter_reset_epochs,
+        )
+        if verdict == JOIN:
+            self.join_pool(epoch, global_step)
+        if verdict is None:
+            self.exploiter_metrics = ex.update()
+            if self.exploiter_metrics.get("exploiter/update_rolled_back"):
+                self.manager.log(
+                    "[league] WARNING: the exploiter's update was rolled back (non-finite loss, gradient "
+                    "or weights); it keeps its weights"
+                )
+            return
+        ex.restart_from(main)
+        ex.resets += 1
+        self.exploiter_metrics = ex.discard()
+
+    def join_pool(self, epoch: int, global_step: int) -> None:
+        """The exploiter as it won becomes member x<epoch>; the learner's payoff vs it starts from
+        the window's games (mirrored; against a snapshot, the learner as it was), so PFSP draws it
+        at once."""
+        ex, manager = self.exploiter, self.manager
+        member_id = self.unique_member_id(f"x{epoch:06d}")
+        manager.ingest(
+            member_id,
+            ex.policy.state_dict(),
+            ex.policy.config.to_dict(),
+            ex.sampler.get_sampling_params(),
+            step=global_step,
+            epoch=epoch,
+            candidate=False,
+        )
+        won = ex.last_window
+        manager.payoff.update(LEARNER, member_id, float(won.losses), float(won.wins), float(won.draws))
+        ex.joined += 1
+        opponent = "its snapshot of the learner" if ex.snapshot is not None else "the learner"
+        manager.log(
+            f"[league] exploiter {member_id} joins the pool: it won {won.winrate:.3f} of {won.games} games vs {opponent}"
+        )
+        manager.retain()
+
+    def unique_member_id(self, member_id: str) -> str:
+        """`member_id`, or with an r<k> suffix when taken (a weights-only resume restarts the epoch count)."""
+        taken = set(self.manager.pool_ids()) | set(self.manager.store.retired)
+        if member_id not in taken:
+            return member_id
+        return next(f"{member_id}r{k}" for k in itertools.count(1) if f"{member_id}r{k}" not in taken)
+
+    def ingest_candidate(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
+        candidate = epoch > 0 and epoch % self.cfg.checkpoint_add_interval == 0
+        if not candidate:
+            if self.manager.directory is not None:
+                self.manager.save()
+            return
+        member_id = self.unique_member_id(f"e{epoch:06d}")
+        module = unwrap(policy)
+        self.manager.ingest(
+            member_id,
+            module.state_dict(),
+            module.config.to_dict(),
+            sampler.get_sampling_params(),
+            step=global_step,
+            epoch=epoch,
+        )
+        self.manager.evaluate(member_id)
