@@ -260,7 +260,7 @@ def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
     torch._dynamo.reset()
     counters.clear()
     trainer = smoke_trainer("--train.compile", "true", "--train.compile-mode", "default", *batch_of(256))
-    learner = trainer.learner
+    learner = trainer.learner.actor
     assert learner.compiled and learner.forward is not learner.step
     params = trainer.sampler.params_tensor()
     trainer.collect(params)

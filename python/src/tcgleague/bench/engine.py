@@ -15,6 +15,7 @@ from ..bots import GREEDY, RANDOM, random_actions
 from ..env import TCGEnv
 from ..match import bot_side, play_match
 from ..perf import tune_process
+from ..rng import stream_seed
 from ..scoring import winrate
 from .common import print_table
 
@@ -57,7 +58,7 @@ def measure_speed(games: int, seconds: float, seed: int, threads: int = 1) -> fl
 def random_health(n_games: int, seed: int) -> dict:
     """Random-legal play (random vs random through the game runner): natural ends, game length
     and the first player's advantage."""
-    report = play_match(bot_side(RANDOM, seed), bot_side(RANDOM, seed + 1), n_games, seed)
+    report = play_match(bot_side(RANDOM, seed), bot_side(RANDOM, stream_seed(seed, "second_side")), n_games, seed)
     games = report.records
     decided = [g for g in games if g.result != 0]
     first_won = [(g.result > 0) == g.went_first for g in decided]

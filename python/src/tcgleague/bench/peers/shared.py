@@ -27,6 +27,7 @@ import torch
 
 from ...layout import MAX_LEGAL, legal_actions
 from ...match import bot_side, play_match
+from ...rng import stream_seed
 
 SNAPSHOTS = "snapshots.json"
 
@@ -98,7 +99,9 @@ class LegalIndexActor:
 def evaluate_vs_greedy(make_actor: Callable[[int], LegalIndexActor], episodes: int, seed: int) -> dict:
     """The snapshot's duplicate-format match against greedy: the same call (seeds, deals, bot
     seed) as `evaluate_checkpoint.evaluate_loaded` makes for our checkpoints."""
-    report = play_match(lambda env: make_actor(env.num_agents), bot_side("greedy", seed + 1), episodes, seed)
+    report = play_match(
+        lambda env: make_actor(env.num_agents), bot_side("greedy", stream_seed(seed, "second_side")), episodes, seed
+    )
     low, high = report.wilson
     return {"winrate": report.winrate, "wilson_low": low, "wilson_high": high, "episodes": report.games}
 

@@ -15,6 +15,7 @@ import numpy as np
 from ...bots import GREEDY, make_bot
 from ...env import TCGEnv, observation_space
 from ...layout import ACTION_WIDTH, DEFAULT_TURN_CAP, MAX_LEGAL, legal_actions
+from ...rng import stream_seed
 from .shared import legal_masks
 
 
@@ -24,7 +25,7 @@ class VersusBot(gymnasium.Env):
     def __init__(self, seed: int = 0, bot: str = GREEDY, turn_cap: int = DEFAULT_TURN_CAP):
         super().__init__()
         self.env = TCGEnv(num_games=1, seed=seed, turn_cap=turn_cap)
-        self.bot = make_bot(bot, self.env, seed + 1)
+        self.bot = make_bot(bot, self.env, stream_seed(seed, "second_side"))
         self.observation_space = observation_space()
         self.action_space = gymnasium.spaces.Discrete(MAX_LEGAL)
         self.seed_value, self.games = seed, 0
