@@ -4,6 +4,8 @@
 #include "tcg.h"
 #include "rules_internal.h"
 
+#define SETTLE_GUARD 64  /* non-decisions moved past after one action, at most */
+
 static void push(Game *g, int type, int a, int b, int c) {
     uint8_t *row = g->legal[g->n_legal++];
     row[0] = (uint8_t)type; row[1] = (uint8_t)a; row[2] = (uint8_t)b; row[3] = (uint8_t)c;
@@ -166,21 +168,25 @@ static void choose_target(const Env *env, Game *g, int tseat, int tslot) {
     cleanup(env, g);
 }
 
+/* A response window (its legal list computed) is a real choice: its attacker still stands and
+ * the decider has an option besides PASS. */
+static int window_stands(Game *g) {
+    const Unit *a = unit_at(g, g->attack_seat, g->attack_slot);
+    return a->card && a->exhausted && !a->frozen && g->n_legal > 1;
+}
+
 /* Moves past decisions that are not real choices: a response window whose only option is
  * PASS resolves the combat; a response window whose attacker is gone (removed, frozen, or
  * replaced in its slot by a unit that is not exhausted, see resolve_combat) closes. */
 static void settle(const Env *env, Game *g) {
-    for (int guard = 0; guard < 64 && g->result == RESULT_NONE; guard++) {
+    for (int guard = 0; guard < SETTLE_GUARD && g->result == RESULT_NONE; guard++) {
         game_compute_legal(env, g);
-        if (g->phase != PH_RESPONSE) return;
-        const Unit *a = unit_at(g, g->attack_seat, g->attack_slot);
-        if (a->card && a->exhausted && !a->frozen && g->n_legal > 1) return;
+        if (g->phase != PH_RESPONSE || window_stands(g)) return;
         resolve_combat(env, g);
     }
 }
 
-void game_apply(const Env *env, Game *g, int legal_index) {
-    const uint8_t *act = g->legal[legal_index];
+static void apply_action(const Env *env, Game *g, const uint8_t *act) {
     int d = g->decider, type = act[0], seat, slot, tseat, tslot;
     ent_to_loc(d, act[1], &seat, &slot);
     ent_to_loc(d, act[2], &tseat, &tslot);
@@ -209,5 +215,25 @@ void game_apply(const Env *env, Game *g, int legal_index) {
         resolve_combat(env, g);
         break;
     }
+}
+
+void game_apply(const Env *env, Game *g, int legal_index) {
+    apply_action(env, g, g->legal[legal_index]);
     settle(env, g);
+}
+
+/* game_apply for a look at what action `act` (a tuple of g's legal list) does, for the
+ * observation's effects: the action, then every response window it opens passed by the
+ * opponent, without the legal list game_apply computes after each step (only a window `viewer`
+ * itself would decide needs one). The state is game_apply's followed by those passes, but for
+ * its legal list, which is neither read nor kept up to date. */
+void game_apply_look(const Env *env, Game *g, const uint8_t *act, int viewer) {
+    apply_action(env, g, act);
+    for (int guard = 0; guard < SETTLE_GUARD && g->result == RESULT_NONE && g->phase == PH_RESPONSE; guard++) {
+        if (g->decider == viewer) {
+            game_compute_legal(env, g);
+            if (window_stands(g)) return;
+        }
+        resolve_combat(env, g);
+    }
 }

@@ -18,6 +18,7 @@
  * unseen cards are its deck list less those, though the observation carries discard piles as
  * counts only. */
 #include <stddef.h>
+#include <string.h>
 #include "tcg.h"
 #include "rules_internal.h"
 
@@ -29,13 +30,23 @@ static uint64_t mix64(uint64_t z) {
     return z ^ (z >> 31);
 }
 
+/* Card ids in ascending order, by counting (ids are below MAX_CARDS). */
+static void sort_cards(int16_t *cards, int n) {
+    uint8_t count[MAX_CARDS] = {0};
+    int lo = MAX_CARDS, hi = -1;
+    for (int k = 0; k < n; k++) {
+        count[cards[k]]++;
+        if (cards[k] < lo) lo = cards[k];
+        if (cards[k] > hi) hi = cards[k];
+    }
+    for (int c = lo, out = 0; c <= hi; c++)
+        for (int m = 0; m < count[c]; m++) cards[out++] = (int16_t)c;
+}
+
 /* Cards the decider cannot tell apart by position, put in a random order that depends only on
  * which cards they are (sorted first), never on the order the game holds them in. */
 static void reorder_unseen(Game *g, int16_t *cards, int n) {
-    for (int k = 1; k < n; k++)
-        for (int j = k; j > 0 && cards[j - 1] > cards[j]; j--) {
-            int16_t t = cards[j]; cards[j] = cards[j - 1]; cards[j - 1] = t;
-        }
+    sort_cards(cards, n);
     for (int k = n - 1; k > 0; k--) {
         int j = rng_below(&g->rng, k + 1);
         int16_t t = cards[k]; cards[k] = cards[j]; cards[j] = t;
@@ -112,6 +123,13 @@ static void describe(const Game *g, int me, float *f) {
     f[FX_LOSS] = g->result == 1 - me;
 }
 
+/* `base` into `sim`, but for the legal list and the episode record, which a look never reads
+ * (the action comes from the real game's list; the rules only ever write the record). */
+static void copy_for_look(Game *sim, const Game *base) {
+    memcpy(sim, base, offsetof(Game, legal));
+    memcpy(&sim->n_legal, &base->n_legal, offsetof(Game, stat) - offsetof(Game, n_legal));
+}
+
 /* The effects feature of the legal list: each action is applied to a public copy of the game
  * and an opponent's response window it opens is passed (legal[0] is always PASS there), so an
  * attack is seen landing; the rest of the turn is not played. The copy's hidden cards and rng
@@ -121,12 +139,10 @@ void action_effects(const Env *env, const Game *g, float *effects) {
     int me = g->decider;
     float before[N_EFFECTS];
     describe(g, me, before);
-    Game base = public_copy(g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me));
+    Game base = public_copy(g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me)), sim;
     for (int i = 0; i < g->n_legal; i++) {
-        Game sim = base;
-        game_apply(env, &sim, i);
-        for (int k = 0; k < LOOK_MOVES && sim.result == RESULT_NONE && sim.decider != me && sim.phase == PH_RESPONSE; k++)
-            game_apply(env, &sim, 0);
+        copy_for_look(&sim, &base);
+        game_apply_look(env, &sim, g->legal[i], me);
         float *f = effects + (size_t)i * N_EFFECTS;
         describe(&sim, me, f);
         for (int k = 0; k < N_EFFECTS; k++) f[k] -= before[k];

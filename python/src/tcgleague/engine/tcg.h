@@ -180,6 +180,7 @@ typedef struct {
 uint32_t rng_next(uint64_t *s);
 void game_reset(const Env *env, Game *g, uint64_t seed, int deck0, int deck1, int swapped);
 void game_apply(const Env *env, Game *g, int legal_index);
+void game_apply_look(const Env *env, Game *g, const uint8_t *act, int viewer);
 void game_compute_legal(const Env *env, Game *g);
 static inline Unit *unit_at(Game *g, int seat, int slot) { return &g->players[seat].units[slot]; }
 int ent_to_loc(int viewer, int ent, int *seat, int *slot);
