@@ -927,3 +927,12 @@ def test_bench_league_times_a_candidates_evaluation_matches(tmp_path):
     assert figures["candidate_games"] == 2 * load_config(CONFIGS / "smoke.ini").league.eval_games
     assert figures["candidate_seconds"] > 0 and figures["candidate_epochs"] > 0
     assert figures["sps_league"] > 0 and figures["sps_selfplay"] > 0
+    # where the time went: the frozen members and bots act only in the league's epochs, and
+    # their rows cross the host/device boundary on top of the learner's upload
+    selfplay, league = figures["split"]["selfplay"], figures["split"]["league"]
+    assert league["frozen_seconds"] > 0 and league["bots_seconds"] > 0 and selfplay["frozen_seconds"] == 0
+    assert league["bytes_up_per_step"] > selfplay["bytes_up_per_step"] > 0
+    assert league["bytes_down_per_step"] > selfplay["bytes_down_per_step"] > 0
+    for mode in (selfplay, league):
+        parts = mode["learner_step_seconds"] + mode["env_seconds"] + mode["opponents_seconds"]
+        assert 0 < mode["env_seconds"] and parts == pytest.approx(mode["rollout_seconds"])

@@ -20,6 +20,7 @@ from tcgleague import train as train_cli
 from tcgleague import trainer as trainer_module
 from tcgleague.checkpoint import list_checkpoints
 from tcgleague.engine import LAYOUT
+from tcgleague.layout import ACTION_WIDTH, OBS_SIZE
 from tcgleague.ppo import lr_lambda
 
 COUNT = LAYOUT["legal_count_offset"]
@@ -38,6 +39,19 @@ class RecordingLogger:
 
 
 # ---- rollout ------------------------------------------------------------------------------
+def test_the_rollout_reports_its_env_steps_time_and_traffic():
+    """perf/*: the env steps of the epoch (batch_size over one decision per game in self-play),
+    the host seconds in the env, and the learner's upload (every game's observation and its
+    row, slot and start flag as float32) and download (the actions, int32) per step."""
+    trainer = smoke_trainer()
+    stats = collect(trainer)
+    games, t = trainer.env.num_games, trainer.cfg.train
+    assert stats["perf/env_steps"] == t.batch_size / games and stats["perf/env_seconds"] > 0
+    assert stats["perf/opponents_act_seconds"] >= 0
+    assert stats["perf/bytes_up_per_step"] == games * (OBS_SIZE + 3) * 4
+    assert stats["perf/bytes_down_per_step"] == games * ACTION_WIDTH * 4
+
+
 def test_only_deciding_rows_are_stored():
     trainer = smoke_trainer()
     seen_masks = []

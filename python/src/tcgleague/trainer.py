@@ -130,7 +130,7 @@ class Trainer:
             self.opponents.start(self.global_step)
         buffer, actor = self.learner.buffer, self.learner.actor
         buffer.start_epoch()
-        infos, decisions = [], 0
+        infos, decisions, steps, env_s, opponents_s = [], 0, 0, 0.0, 0.0
         entropy_sum = torch.zeros((), device=self.device)
         noops = torch.zeros((), dtype=torch.long, device=self.device)
         while not buffer.full:
@@ -151,9 +151,14 @@ class Trainer:
             noops += ((d.actions[:, 0] == PASS) & stored).sum()
             decisions += int((mine_slots < buffer.capacity).sum())
             self.actions[rows] = self.transfer.download(d.actions)
+            acting = time.perf_counter()
             self.actions[theirs] = self.opponents.act(self.obs, theirs)
+            stepping = time.perf_counter()
             self.episode_start[rows] = False
             self.obs, rewards, terminals, truncations, step_infos = self.env.step(self.actions)
+            env_s += time.perf_counter() - stepping
+            opponents_s += stepping - acting
+            steps += 1
             done = terminals | truncations
             events = np.flatnonzero((rewards != 0) | done)
             learner = self.opponents.after_step(
@@ -168,7 +173,7 @@ class Trainer:
         stats = summarize_episodes(infos)
         stats["sampler/rollout_entropy"] = float(entropy_sum) / max(1, decisions)
         stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that PASS
-        return stats
+        return stats | self.transfer.rollout_perf(steps, env_s, opponents_s)
 
     def bootstrap_pending(self) -> None:
         """The pending steps of the learner rows deciding now (mid-game) get the value of the

@@ -43,6 +43,8 @@ class StepTransfer:
         self.actions_np = self.actions.numpy()
         self.ready = torch.cuda.Event() if cuda else None
         mark_static(self.obs)  # a compiled step reads the observations in place
+        # what crosses the host/device boundary each env step (staged the same way on the CPU)
+        self.bytes_up, self.bytes_down = self.host.nbytes, self.actions.nbytes
 
     def upload(
         self, obs: np.ndarray, rows: np.ndarray, slots: np.ndarray, starts: np.ndarray
@@ -58,6 +60,17 @@ class StepTransfer:
         v = self.values
         return self.obs, v[ROW].long(), v[SLOT].long(), v[START] > 0.5
 
+    def rollout_perf(self, steps: int, env_seconds: float, opponents_seconds: float) -> dict[str, float]:
+        """An epoch's rollout figures: its env steps, the host seconds spent in the env and in the
+        opponents' actions (clocks only, no device sync), and this boundary's bytes per step."""
+        return {
+            "perf/env_steps": float(steps),
+            "perf/env_seconds": env_seconds,
+            "perf/opponents_act_seconds": opponents_seconds,
+            "perf/bytes_up_per_step": float(self.bytes_up),
+            "perf/bytes_down_per_step": float(self.bytes_down),
+        }
+
     def download(self, actions: torch.Tensor) -> np.ndarray:
         """The actions as int32 numpy [num_games, ACTION_WIDTH] (a buffer reused every step)."""
         self.actions.copy_(actions.to(torch.int32), non_blocking=True)
@@ -65,3 +78,18 @@ class StepTransfer:
             self.ready.record(torch.cuda.current_stream(self.device))
             self.ready.synchronize()
         return self.actions_np
+
+
+class Traffic:
+    """Bytes an actor outside the learner's step moved host -> device and back (the frozen pool,
+    the exploiter), counted until the epoch's figures `take` them."""
+
+    def __init__(self):
+        self.up = self.down = 0
+
+    def add(self, up: int, down: int) -> None:
+        self.up, self.down = self.up + int(up), self.down + int(down)
+
+    def take(self) -> tuple[int, int]:
+        out, (self.up, self.down) = (self.up, self.down), (0, 0)
+        return out

@@ -64,3 +64,55 @@ class GraphRecordings:
                 self.count += 1
 
         torch._dynamo.callback_handler.register_start_callback(on_start)
+
+
+# the epoch split: figure name -> the trainer's metric it averages (league-only metrics read 0 in self-play)
+SPLIT = {
+    "epoch_seconds": "perf/epoch_seconds",
+    "rollout_seconds": "perf/rollout_seconds",
+    "env_seconds": "perf/env_seconds",
+    "opponents_seconds": "perf/opponents_act_seconds",
+    "bots_seconds": "perf/opponents_bots_seconds",
+    "frozen_seconds": "perf/opponents_frozen_seconds",
+    "exploiter_seconds": "perf/opponents_exploiter_seconds",
+    "update_seconds": "perf/update_seconds",
+    "league_epoch_seconds": "perf/opponents_seconds",
+    "matches_seconds": "perf/league_matches_seconds",
+}
+
+
+def epoch_split(epochs: list[dict]) -> dict[str, float]:
+    """Where an epoch's time goes, averaged over `epochs` (the trainer's metrics), and the bytes
+    that cross the host/device boundary per env step (the learner's and the opponents')."""
+    out = {name: sum(m.get(key, 0.0) for m in epochs) / len(epochs) for name, key in SPLIT.items()}
+    out["learner_step_seconds"] = out["rollout_seconds"] - out["env_seconds"] - out["opponents_seconds"]
+    last = epochs[-1]
+    for way in ("up", "down"):
+        learner, others = last[f"perf/bytes_{way}_per_step"], last.get(f"perf/opponents_bytes_{way}_per_step", 0.0)
+        out[f"bytes_{way}_per_step"] = learner + others
+    return out
+
+
+def split_rows(split: dict[str, float]) -> list[tuple[str, str, str]]:
+    """The epoch split as table rows."""
+    s = split
+    return [
+        ("epoch wall time", f"{s['epoch_seconds']:.3f} s", ""),
+        (
+            "  rollout: learner step / env / opponents",
+            f"{s['learner_step_seconds']:.3f} / {s['env_seconds']:.3f} / {s['opponents_seconds']:.3f} s",
+            "",
+        ),
+        (
+            "    opponents: bots / frozen / exploiter",
+            f"{s['bots_seconds']:.3f} / {s['frozen_seconds']:.3f} / {s['exploiter_seconds']:.3f} s",
+            "",
+        ),
+        ("  update", f"{s['update_seconds']:.3f} s", ""),
+        (
+            "  league epoch work (of which matches)",
+            f"{s['league_epoch_seconds']:.3f} s ({s['matches_seconds']:.3f} s)",
+            "",
+        ),
+        ("bytes up / down per env step", f"{s['bytes_up_per_step']:,.0f} / {s['bytes_down_per_step']:,.0f}", ""),
+    ]

@@ -11,7 +11,7 @@ import time
 
 import torch
 
-from .common import build_trainer, print_table
+from .common import build_trainer, epoch_split, print_table, split_rows
 
 ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the config
 
@@ -35,12 +35,6 @@ def fill_pool(trainer, members: int) -> None:
             f"bench{k}", state, trainer.policy.config.to_dict(), trainer.sampler.get_sampling_params()
         )
     league.sync_pool()
-
-
-def timed_epoch(trainer) -> float:
-    start = time.perf_counter()
-    trainer.train_epoch()
-    return time.perf_counter() - start
 
 
 def timed_candidate(trainer) -> tuple[float, int]:
@@ -78,11 +72,13 @@ def run(args: argparse.Namespace) -> dict:
     league = build_trainer(args.config, [*league_keys, *args.overrides])
     fill_pool(league, args.members)
     for trainer in (selfplay, league):
-        timed_epoch(trainer)  # warm-up
-    seconds = {"selfplay": 0.0, "league": 0.0}
-    for _ in range(args.epochs):
-        seconds["selfplay"] += timed_epoch(selfplay)
-        seconds["league"] += timed_epoch(league)
+        trainer.train_epoch()  # warm-up
+    epochs: dict[str, list[dict]] = {"selfplay": [], "league": []}
+    for _ in range(args.epochs):  # alternating, so both meet the same machine
+        epochs["selfplay"].append(selfplay.train_epoch())
+        epochs["league"].append(league.train_epoch())
+    split = {mode: epoch_split(metrics) for mode, metrics in epochs.items()}
+    seconds = {mode: s["epoch_seconds"] * args.epochs for mode, s in split.items()}
     batch = selfplay.cfg.train.batch_size
     sps = {k: batch * args.epochs / v for k, v in seconds.items()}
     fractions = league.opponents.metrics()
@@ -98,6 +94,7 @@ def run(args: argparse.Namespace) -> dict:
         "candidate_seconds": candidate_seconds,
         "candidate_epochs": candidate_epochs,
         "candidate_games": candidate_games,
+        "split": split,
         "device": str(league.device),
         **{k: v for k, v in fractions.items() if k.endswith("_fraction")},
     }
@@ -125,4 +122,6 @@ def run(args: argparse.Namespace) -> dict:
             ),
         ],
     )
+    for mode in ("selfplay", "league"):
+        print_table(f"where a {mode} epoch goes", split_rows(split[mode]))
     return figures

@@ -8,6 +8,7 @@ activate_after_steps too, so the pool is populated (and rated) when the league s
 from __future__ import annotations
 
 import itertools
+import time
 
 import torch
 
@@ -28,6 +29,7 @@ class LeagueEpoch:
     def __init__(self, cfg: LeagueSection, manager: LeagueManager, dist: Dist, exploiter: MainExploiter | None):
         self.cfg, self.manager, self.dist, self.exploiter = cfg, manager, dist, exploiter
         self.exploiter_metrics: dict[str, float] = {}
+        self.perf: dict[str, float] = {}  # the last run's seconds: the exploiter's update, candidate matches
 
     def run(
         self,
@@ -41,10 +43,14 @@ class LeagueEpoch:
         """`results`: this rank's finished games of the epoch vs non-self opponents; `active`:
         whether the league plays its opponents yet (activate_after_steps)."""
         self.record_results(results)
+        start = time.perf_counter()
         if self.exploiter is not None:
             self.train_exploiter(epoch, global_step, policy, active)
+        matches = time.perf_counter()
         if self.dist.is_main:
             self.ingest_candidate(epoch, global_step, policy, sampler)
+        end = time.perf_counter()
+        self.perf = {"perf/league_exploiter_seconds": matches - start, "perf/league_matches_seconds": end - matches}
 
     def record_results(self, results: list[GameResult]) -> None:
         """Every rank's finished games into the manager's payoff (rank 0), rank by rank in the

@@ -31,6 +31,7 @@ from ..policy.tcg_policy import TCGPolicy, freeze
 from ..policy.tcg_sampler import TCGSampler, draw_uniforms
 from ..recurrent import RowState
 from ..rng import restore_generator
+from ..transfer import Traffic
 
 MIN_BUCKET = 8
 
@@ -72,6 +73,7 @@ class FrozenPool:
         self.state: RowState | None = None  # [num_rows, hidden], made by the first add
         self._stack = None  # stacked weights, rebuilt on add/remove
         self.forwards = 0  # stacked forwards run (one per step and round)
+        self.traffic = Traffic()
 
     def __contains__(self, member_id: str) -> bool:
         return member_id in self.members
@@ -150,9 +152,10 @@ class FrozenPool:
         template, params, buffers, sampling = self._stacked()
         members, dev, state = len(self.members), self.device, self.state
         rank = np.argsort(np.argsort(rows))  # draws go to rows in ascending row order
-        s, p, r, rank = torch.from_numpy(np.stack([slots, positions, rows, rank])).to(dev)  # one copy up
+        indices, rows_obs = np.stack([slots, positions, rows, rank]), obs[rows]
+        s, p, r, rank = torch.from_numpy(indices).to(dev)  # one copy up
         o = torch.zeros(members, size, obs.shape[1], device=dev)
-        o[s, p] = torch.from_numpy(obs[rows]).to(dev)
+        o[s, p] = torch.from_numpy(rows_obs).to(dev)
         h = torch.zeros(members, size, state.h.shape[1], device=dev)
         c = torch.zeros_like(h)
         h[s, p], c[s, p] = state.h[r], state.c[r]
@@ -166,7 +169,9 @@ class FrozenPool:
         actions, _, _, _, h2, c2 = vmap(one_member)(params, buffers, o, h, c, sampling, uniforms)
         state.h[r], state.c[r] = h2[s, p], c2[s, p]
         self.forwards += 1
-        return actions[s, p].cpu().numpy().astype(np.int32)
+        out = actions[s, p].cpu().numpy()
+        self.traffic.add(indices.nbytes + rows_obs.nbytes, out.nbytes)
+        return out.astype(np.int32)
 
     def reset_rows(self, rows) -> None:
         """Zeroes the state of env rows `rows` (int row ids; a bool mask is refused)."""

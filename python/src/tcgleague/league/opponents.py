@@ -10,6 +10,8 @@ itself has one owner, rank 0's manager."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import torch
 
@@ -28,6 +30,21 @@ from .frozen_pool import FrozenPool
 from .manager import LeagueManager
 from .matchmaking import EXPLOITER, SELF, Matchmaker, pfsp_weights
 from .replication import PoolReplication
+
+
+class ActClock:
+    """Host seconds per kind of opponent over an epoch's env steps (each act returns host
+    actions, so the clock covers its device work), and the steps it counted."""
+
+    KINDS = ("bots", "exploiter", "frozen")
+
+    def __init__(self):
+        self.seconds, self.steps = dict.fromkeys(self.KINDS, 0.0), 0
+
+    def tick(self, kind: str, since: float) -> float:
+        now = time.perf_counter()
+        self.seconds[kind] += now - since
+        return now
 
 
 class LeagueOpponents:
@@ -56,6 +73,7 @@ class LeagueOpponents:
         self.epoch_work = LeagueEpoch(cfg, manager, dist, exploiter)
         self.replication = PoolReplication(manager, dist)
         self.results: list[GameResult] = []  # this epoch's finished games vs non-self opponents
+        self.clock, self.epoch_perf = ActClock(), {}  # this epoch's act times; the last epoch's perf/*
         self.bots = {RANDOM: RandomBot(stream_seed(seed, "league_random_bot"))}
         if engine_env is not None:
             self.bots[GREEDY] = GreedyBot(engine_env)
@@ -82,13 +100,16 @@ class LeagueOpponents:
         """One batched call per bot, for the exploiter and for its snapshot, one stacked forward
         for all the frozen members."""
         out = np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
+        self.clock.steps += 1
         if len(rows) == 0:
             return out
+        since = time.perf_counter()
         who = self.opponent_of_rows(rows)
         frozen = np.ones(len(rows), dtype=bool)
         snapshot = np.isin(rows, self.matchmaker.snapshot_rows())
         if snapshot.any():  # the exploiter's snapshot of the learner, in the exploiter's games
             out[snapshot] = self.exploiter.act_as_snapshot(obs, rows[snapshot])
+            since = self.clock.tick("exploiter", since)
             frozen &= ~snapshot
             who = np.where(snapshot, None, who)
         for name, actor in self.actors.items():
@@ -96,8 +117,10 @@ class LeagueOpponents:
             frozen &= ~sel
             if sel.any():
                 out[sel] = actor.act(obs, rows[sel])
+                since = self.clock.tick("exploiter" if name == EXPLOITER else "bots", since)
         if frozen.any():
             out[frozen] = self.pool.act(obs, rows[frozen])
+            self.clock.tick("frozen", since)
         return out
 
     def after_step(
@@ -167,6 +190,18 @@ class LeagueOpponents:
         self.epoch_work.run(epoch, global_step, policy, sampler, self.take_results(), active)
         self.replication.share()
         self.sync_pool()
+        self.epoch_perf = self.take_perf()
+
+    def take_perf(self) -> dict[str, float]:
+        """perf/* of the epoch: seconds per kind of opponent in the rollout, the epoch's league
+        work (epoch.py), and the frozen pool's and exploiter's host/device bytes per env step."""
+        steps = max(1, self.clock.steps)
+        traffic = [self.pool.traffic.take()] + ([self.exploiter.traffic.take()] if self.exploiter else [])
+        out = {f"perf/opponents_{kind}_seconds": s for kind, s in self.clock.seconds.items()}
+        out["perf/opponents_bytes_up_per_step"] = sum(t[0] for t in traffic) / steps
+        out["perf/opponents_bytes_down_per_step"] = sum(t[1] for t in traffic) / steps
+        self.clock = ActClock()
+        return out | self.epoch_work.perf
 
     def metrics(self) -> dict[str, float]:
         """league/*: active (global_step past activate_after_steps), current opponent shares,
@@ -174,6 +209,7 @@ class LeagueOpponents:
         out = {"league/active": float(self.matchmaker.is_active(self.global_step))}
         out.update(self.matchmaker.fractions())
         out.update(self.manager.metrics())
+        out.update(self.epoch_perf)
         if self.exploiter is not None:
             out.update(self.epoch_work.exploiter_metrics)
             out.update(self.exploiter.metrics())
