@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tcgleague.bots import random_actions
+from tcgleague.bots import greedy_actions, random_actions
 from tcgleague.config import ConfigError, load_config
 from tcgleague.env import TCGEnv
 
@@ -34,6 +34,23 @@ def test_any_thread_count_gives_bit_identical_games(threads):
     for step, (a, b) in enumerate(zip(trace_1, trace_n, strict=True)):
         for x, y in zip(a, b, strict=True):
             assert np.array_equal(x, y), f"step {step} differs"
+
+
+@pytest.mark.parametrize("threads", [2, 5])
+def test_the_greedy_bot_picks_the_same_actions_on_any_thread_count(threads):
+    """The greedy search runs over the engine's threads too: for every game, and for a subset of
+    rows (as a league asks it), the actions equal one thread's, step after step."""
+    envs = [TCGEnv(num_games=64, seed=3, num_threads=n) for n in (1, threads)]
+    for env in envs:
+        env.reset()
+    for step in range(60):
+        every = [greedy_actions(env) for env in envs]
+        rows = np.flatnonzero(envs[0].masks)[step % 3 :: 3]
+        some = [greedy_actions(env, rows) for env in envs]
+        assert np.array_equal(every[0], every[1]) and np.array_equal(some[0], some[1]), f"step {step} differs"
+        assert np.array_equal(some[0], every[0][rows])
+        for env in envs:
+            env.step(every[0])
 
 
 def test_num_threads_is_validated():

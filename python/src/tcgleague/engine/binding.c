@@ -167,18 +167,21 @@ static PyObject *engine_greedy(EngineObject *self, PyObject *args) {
     int32_t *out = b.buf;
     Env *env = &self->env;
     int bad = -1;
-    Py_BEGIN_ALLOW_THREADS
-    if (rows_obj == Py_None) {
-        for (int i = 0; i < env->num_games; i++) greedy_game(env, i, out);
-    } else {
-        const int64_t *rows = r.buf;
-        for (Py_ssize_t k = 0; k < r.len / 8; k++) {
-            int64_t row = rows[k];
-            if (row < 0 || row >= 2 * (int64_t)env->num_games) { bad = (int)k; break; }
-            if (env->games[row / 2].decider == row % 2) greedy_game(env, (int)(row / 2), out);
+    const int64_t *rows = rows_obj == Py_None ? NULL : r.buf;
+    Py_ssize_t n = rows == NULL ? env->num_games : r.len / 8;
+    for (Py_ssize_t k = 0; rows != NULL && k < n && bad < 0; k++)
+        if (rows[k] < 0 || rows[k] >= 2 * (int64_t)env->num_games) bad = (int)k;
+    if (bad < 0) {
+        /* each game's search reads only its game and writes only its decider's row: split over
+         * the engine's threads like c_step, the same actions for any thread count */
+        Py_BEGIN_ALLOW_THREADS
+#pragma omp parallel for schedule(dynamic, 16) num_threads(env->num_threads) if (env->num_threads > 1)
+        for (Py_ssize_t k = 0; k < n; k++) {
+            int i = rows == NULL ? (int)k : (int)(rows[k] / 2);
+            if (rows == NULL || env->games[i].decider == rows[k] % 2) greedy_game(env, i, out);
         }
+        Py_END_ALLOW_THREADS
     }
-    Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
     if (rows_obj != Py_None) PyBuffer_Release(&r);
     if (bad >= 0) return PyErr_Format(PyExc_IndexError, "greedy rows[%d] is out of range [0, %d)", bad, 2 * env->num_games);
