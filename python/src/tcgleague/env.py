@@ -23,6 +23,7 @@ from .engine.cards import DEFAULT_CARDS, CardPool, deck_weights, load_card_pool
 from .layout import ACTION_WIDTH, COUNT, DRAW, HEAD_SIZES, LEGAL, MAX_LEGAL, OBS_SIZE, PASS, ROWS_PER_GAME
 
 ACTION_TYPES = {v: k for k, v in LAYOUT["action_types"].items()}
+EPISODE_FIELDS = LAYOUT["episode_fields"]
 
 
 def rows_of(games):
@@ -53,9 +54,6 @@ def finished_games(terminals: np.ndarray, truncations: np.ndarray) -> np.ndarray
 def seat_of(rows) -> np.ndarray:
     """The seat each row plays."""
     return np.asarray(rows) % ROWS_PER_GAME
-
-
-EPISODE_FIELDS = LAYOUT["episode_fields"]
 
 
 def summarize_episodes(infos: list[dict]) -> dict:

@@ -200,9 +200,8 @@ def play_match(
     schedule = [(k, swapped, k % 2) for k in range(n_deals) for swapped in (False, True)]
     obs, _ = env.reset(seed)
     mine_actor, their_actor = learner(env), opponent(env)
-    filler = np.random.default_rng(
-        stream_seed(seed, "match_filler")
-    )  # idle slots (schedule exhausted) play random moves
+    # idle slots (schedule exhausted) play random moves
+    filler = np.random.default_rng(stream_seed(seed, "match_filler"))
     slot_game = np.full(env.num_games, -1, dtype=np.int64)
     learner_seat = np.zeros(env.num_games, dtype=np.int64)
     report = MatchReport(getattr(their_actor, "name", "opponent"))

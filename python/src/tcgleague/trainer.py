@@ -239,7 +239,7 @@ class Trainer:
         self.opponents.end_epoch(self.epoch, self.global_step, self.policy, self.sampler)
         opponents_s = time.perf_counter() - opponents_start  # league: candidate matches, pool refresh
         metrics.update(self.opponents.metrics())
-        for hook in list(self.epoch_hooks):
+        for hook in self.epoch_hooks:
             metrics.update(hook(metrics))
         elapsed = time.perf_counter() - start
         metrics.update(

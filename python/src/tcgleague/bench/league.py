@@ -78,12 +78,11 @@ def run(args: argparse.Namespace) -> dict:
         epochs["selfplay"].append(selfplay.train_epoch())
         epochs["league"].append(league.train_epoch())
     split = {mode: epoch_split(metrics) for mode, metrics in epochs.items()}
-    seconds = {mode: s["epoch_seconds"] * args.epochs for mode, s in split.items()}
     batch = selfplay.cfg.train.batch_size
-    sps = {k: batch * args.epochs / v for k, v in seconds.items()}
+    sps = {mode: batch / s["epoch_seconds"] for mode, s in split.items()}
     fractions = league.opponents.metrics()
     candidate_seconds, candidate_games = timed_candidate(league)
-    candidate_epochs = candidate_seconds / (seconds["league"] / args.epochs)
+    candidate_epochs = candidate_seconds / split["league"]["epoch_seconds"]
     figures = {
         "sps_selfplay": sps["selfplay"],
         "sps_league": sps["league"],
