@@ -31,6 +31,7 @@ from tcgleague.checkpoint import convert as checkpoint_cli
 from tcgleague.config import load_config
 from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
+from tcgleague.fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
 from tcgleague.league import LeagueManager
 from tcgleague.league.members import MemberStore
 from tcgleague.policy import tcg_policy
@@ -677,6 +678,29 @@ def test_older_checkpoint_is_refused_with_the_hint_and_converts_into_a_resumable
     assert rc == 0 and "exact continuation" in out
     (run_dir,) = run_dirs(base)
     assert torch.load(run_dir / "model_smoke_000002.pt", weights_only=True)["global_step"] == 1024
+
+
+def test_a_checkpoint_of_float32_observation_rows_is_refused_saying_why_and_converts(trained, tmp_path, capsys):
+    """Compact observations changed the layout hash; the features are the same, so a checkpoint
+    of the float32 rows is refused with the reason and the command, and convert restamps it."""
+    (float32_layout,) = CONVERTIBLE_LAYOUTS
+    old = tampered(trained, tmp_path / "model_smoke_000001.pt", put(("fingerprint", "obs_layout_hash"), float32_layout))
+    with pytest.raises(CheckpointError, match="float32 observation rows") as err:
+        load_checkpoint(old)
+    assert f"{CONVERT} {old}" in str(err.value)
+    assert f"{CONVERT} {old}" in refused_by_resume(capsys, tmp_path / "exp", old, "--resume-load-optimizer")
+    capsys.readouterr()
+    assert checkpoint_cli.main(["convert", str(old)]) == 0
+    safe = tmp_path / "model_smoke_000001.safe.pt"
+    loaded = load_checkpoint(safe, run_state=True)
+    assert loaded.state["fingerprint"]["obs_layout_hash"] == obs_layout_hash() and loaded.global_step == 512
+    original = torch.load(trained, weights_only=True)
+    assert all(torch.equal(loaded.state["policy"][k], v) for k, v in original["policy"].items())
+    # any other layout is refused as before, with no convert hint
+    other = tampered(trained, tmp_path / "other.pt", put(("fingerprint", "obs_layout_hash"), "0" * 64))
+    with pytest.raises(CheckpointError, match="observation layout hash differs") as err:
+        load_checkpoint(other)
+    assert CONVERT not in str(err.value)
 
 
 def test_convert_of_a_missing_file_or_to_a_missing_folder_returns_2(trained, tmp_path, capsys):

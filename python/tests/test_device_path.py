@@ -23,9 +23,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from tcgleague.actors import PolicyActor
 from tcgleague.build import build_trainer
 from tcgleague.config import load_config
-from tcgleague.config.sections import EXACT_INT_LIMIT
 from tcgleague.devices import compile_mode_for, resolve_device
-from tcgleague.layout import ACTION_WIDTH, OBS_SIZE
+from tcgleague.layout import ACTION_WIDTH, OBS_BYTES
 from tcgleague.policy.tcg_sampler import draw_uniforms
 from tcgleague.ppo import STAT_NAMES, PPOUpdater, UpdateSettings
 from tcgleague.trainer import Trainer
@@ -207,34 +206,31 @@ def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_and_starts():
     n = 6
     transfer = StepTransfer(n, torch.device("cpu"))
     g = np.random.default_rng(0)
-    # slots near the float32 limit (rows are indices into obs, so they stay small here; they
-    # travel in the same float32 values as the slots)
-    base = g.normal(size=(1, OBS_SIZE)).astype(np.float32)
+    base = g.integers(0, 256, size=(1, OBS_BYTES), dtype=np.uint8)  # compact rows, as the env writes them
     obs = np.repeat(base, 40, 0)
     rows = np.array([0, 1, 33, 38, 39, 7])
-    slots = np.array([0, EXACT_INT_LIMIT - 1, 3, EXACT_INT_LIMIT - 2, 511, 2**23 + 1])
+    slots = np.array([0, 2**31 - 1, 3, 2**24 + 1, 511, 2**23 + 1])  # int32: beyond float32's exact integers
     starts = np.array([True, False, False, True, True, False])
     up_obs, up_rows, up_slots, up_starts = transfer.upload(obs, rows, slots, starts)
     assert up_rows.dtype == up_slots.dtype == torch.int64 and up_starts.dtype == torch.bool
     assert up_rows.tolist() == rows.tolist() and up_slots.tolist() == slots.tolist()
     assert up_starts.tolist() == starts.tolist()
-    assert torch.equal(up_obs, torch.from_numpy(np.repeat(base, n, 0)))
+    assert up_obs.dtype == torch.uint8 and torch.equal(up_obs, torch.from_numpy(np.repeat(base, n, 0)))
     # no copy on the CPU: the uploaded observations are the host buffer itself
     assert up_obs.data_ptr() == transfer.host.data_ptr() and up_obs.untyped_storage().data_ptr() == (
         transfer.host.untyped_storage().data_ptr()
     )
-    transfer.host_obs[2, 5] = 1234.5
-    assert up_obs[2, 5].item() == 1234.5, "a write to the host buffer is seen through the upload"
+    transfer.host_obs[2, 5] = 123
+    assert up_obs[2, 5].item() == 123, "a write to the host buffer is seen through the upload"
 
     # real observations of distinct rows land in game order
-    obs = g.normal(size=(40, OBS_SIZE)).astype(np.float32)
+    obs = g.integers(0, 256, size=(40, OBS_BYTES), dtype=np.uint8)
     rows = np.array([39, 3, 0, 17, 8, 22])
     up_obs, up_rows, _, up_starts = transfer.upload(obs, rows, np.arange(n), np.zeros(n, dtype=bool))
     assert torch.equal(up_obs, torch.from_numpy(obs[rows])) and up_rows.tolist() == rows.tolist()
     assert not up_starts.any()
-
-    with pytest.raises(ValueError, match="float32"):
-        StepTransfer(EXACT_INT_LIMIT // 2, torch.device("cpu"))
+    # what crosses per step: the compact rows and three int32 values per game
+    assert transfer.bytes_up == n * OBS_BYTES + 3 * 4 * n + (-n * OBS_BYTES) % 4
 
 
 def test_step_transfer_download_returns_int32_numpy_of_the_actions():
@@ -310,7 +306,7 @@ def bf16_against_fp32(*overrides: str) -> None:
     def updater(policy, optimizer, precision: str) -> PPOUpdater:
         settings = UpdateSettings(segments, 1, t.max_grad_norm, False, None, precision)
         hidden = trainer.policy.hidden_size
-        return PPOUpdater(policy, trainer.sampler, optimizer, settings, t.bptt_horizon, OBS_SIZE, hidden, dev)
+        return PPOUpdater(policy, trainer.sampler, optimizer, settings, t.bptt_horizon, OBS_BYTES, hidden, dev)
 
     # one fp32 step first, so the PPO ratio and the Adam moments are away from their trivial start
     warm = updater(trainer.policy, trainer.learner.optimizer, "fp32")

@@ -27,7 +27,7 @@ from tcgleague.env import (
     action_space,
     observation_space,
 )
-from tcgleague.layout import EFFECTS, legal_actions
+from tcgleague.layout import EFFECTS, LEGAL, OBS_BYTES, features_np, legal_actions, legal_counts
 
 L = LAYOUT
 COUNT = L["legal_count_offset"]
@@ -72,14 +72,19 @@ LEADER = L["front_slots"] + L["back_slots"]
 def test_layout_regions_are_contiguous_and_match_the_spaces():
     assert L["global_offset"] == 0
     assert L["entity_offset"] == L["global_offset"] + L["global_size"]
-    assert L["legal_offset"] == L["entity_offset"] + L["n_entities"] * L["entity_width"]
-    assert L["legal_count_offset"] == L["legal_offset"] + L["max_legal"] * L["action_width"]
-    assert L["effects_offset"] == L["legal_count_offset"] + 1
+    assert L["legal_count_offset"] == L["entity_offset"] + L["n_entities"] * L["entity_width"]
+    assert L["legal_offset"] == L["legal_count_offset"] + 1
+    assert L["effects_offset"] == L["legal_offset"] + L["max_legal"] * L["action_width"]
     assert L["obs_size"] == L["effects_offset"] + L["max_legal"] * len(L["effect_features"]) == OBS_SIZE
     assert L["max_legal"] == 128 and L["action_width"] == 4
+    # compact rows: the features up to the legal count as int16, the legal tuples and effects as int8
+    assert L["obs_wide_count"] == L["legal_offset"]
+    assert L["obs_bytes"] == 2 * L["obs_wide_count"] + (L["obs_size"] - L["obs_wide_count"]) == OBS_BYTES
+    assert OBS_BYTES * 3 < OBS_SIZE * 4, "a third of the float32 row's bytes"
     env = TCGEnv(num_games=2)
-    assert observation_space().shape == env.single_observation_space.shape == (L["obs_size"],)
-    assert env.observations.shape == (4, L["obs_size"]) and env.observations.dtype == np.float32
+    assert observation_space().shape == env.single_observation_space.shape == (OBS_BYTES,)
+    assert env.observations.shape == (4, OBS_BYTES) and env.observations.dtype == np.uint8
+    assert features_np(env.observations).shape == (4, OBS_SIZE)
     assert list(action_space().nvec) == [L["n_action_types"], L["n_a"], L["n_b"], L["n_c"]]
     assert list(env.single_action_space.nvec) == list(action_space().nvec)
     # name dicts cover their regions exactly, values 0..n-1
@@ -122,7 +127,7 @@ def check_semantics(env: TCGEnv, game: int) -> None:
     row = int(active_rows(env)[game])  # one active row per game, in game order
     seat = row - 2 * game
     assert seat in (0, 1)
-    obs = env.observations[row]
+    obs = features_np(env.observations[row])
     seat_line = _RENDER_LEGAL.search(env.render(game))
     assert int(seat_line.group(1)) == seat
     rendered = [
@@ -130,7 +135,7 @@ def check_semantics(env: TCGEnv, game: int) -> None:
         for t, a, b, c in _RENDER_ACTION.findall(seat_line.group(3))
     ]
     assert int(seat_line.group(2)) == len(rendered) == int(obs[COUNT])
-    legal, count = legal_actions(obs[None])
+    legal, count = legal_actions(env.observations[row][None])
     assert [tuple(x) for x in legal[0, : count[0]].tolist()] == rendered
     assert not legal[0, count[0] :].any()
     pos = env.engine.export_position(game)
@@ -196,8 +201,16 @@ def test_same_seed_same_trajectory_different_seed_differs():
 # ---- legal lists ---------------------------------------------------------------------------------
 # SHA-256 of the deciding rows' observations over 100,352 random-legal positions (1024 games,
 # seed 11), recorded from the engine whose effects copied the game and recomputed its legal
-# list after every step of every legal action: a faster engine must write the same bytes.
+# list after every step of every legal action, when rows were float32 with the legal count after
+# the tuples: a faster engine must write the same features, and the compact rows must hold them
+# exactly (their features, in that old order, hash to the same digest).
 OBSERVATIONS_DIGEST = "6b3a084a334f3372700c91b97b8cca3a0f101898197abc4cb5b48d5bd4980892"
+
+
+def float32_rows_of_the_recorded_engine(obs: np.ndarray) -> np.ndarray:
+    """Compact rows -> the float32 rows the digest was recorded from (count after the tuples)."""
+    f = features_np(obs)
+    return np.concatenate([f[:, :COUNT], f[:, LEGAL], f[:, COUNT : COUNT + 1], f[:, EFFECTS]], -1)
 
 
 def test_observations_of_100k_random_positions_are_bit_identical_to_the_recorded_engine():
@@ -208,9 +221,10 @@ def test_observations_of_100k_random_positions_are_bit_identical_to_the_recorded
     digest, seen, effects_seen = hashlib.sha256(), 0, 0
     while seen < 100_000:
         rows = np.flatnonzero(env.masks)
-        digest.update(obs[rows].tobytes())
+        recorded_form = float32_rows_of_the_recorded_engine(obs[rows])
+        digest.update(recorded_form.tobytes())
         seen += len(rows)
-        effects_seen += int(np.count_nonzero(obs[rows, EFFECTS]))
+        effects_seen += int(np.count_nonzero(recorded_form[:, -(EFFECTS.stop - EFFECTS.start) :]))
         actions[rows] = random_actions(obs, rng, rows)
         obs, *_ = env.step(actions)
     assert effects_seen > seen, "the positions carry effects: the digest covers them"
@@ -226,7 +240,7 @@ def test_legal_list_bounded_and_every_listed_action_accepted():
     max_seen, probed = 0, 0
     for step in range(300):
         rows = active_rows(env)
-        counts = obs[rows, COUNT]
+        counts = legal_counts(obs, rows)
         assert len(rows) == env.num_games and (counts >= 1).all() and (counts <= L["max_legal"]).all()
         max_seen = max(max_seen, int(counts.max()))
         if step % 20 == 0:  # every listed action of a few games is accepted, each from the same position
@@ -420,7 +434,7 @@ def drive_vecenv(vecenv, games_per_env: int, steps: int, seed: int = 0) -> list[
         masks = np.asarray(masks).reshape(-1, 2)
         assert (masks.sum(axis=1) == 1).all(), "exactly one active row per game"
         active = np.flatnonzero(masks.ravel())
-        assert (obs[active, COUNT] >= 1).all()
+        assert (legal_counts(obs, active) >= 1).all()
         episodes += len(infos)
         hashes.append(hashlib.sha1(obs.tobytes() + np.asarray(rewards).tobytes()).hexdigest())
     assert episodes > 0
@@ -606,13 +620,14 @@ def test_legal_list_is_zero_beyond_its_count_on_every_row():
     env = TCGEnv(num_games=32, seed=4)
     obs, _ = env.reset()
     rng = np.random.default_rng(4)
-    start, count_at = LAYOUT["legal_offset"], LAYOUT["legal_count_offset"]
     for _ in range(300):
         obs, *_ = env.step(random_actions(obs, rng))
-        counts = obs[:, count_at].astype(int)  # inactive rows keep their last observation
+        f = features_np(obs)
+        counts = f[:, COUNT].astype(int)  # inactive rows keep their last observation
         assert (counts[env.masks] > 0).all()
         for row, n in enumerate(counts):
-            assert not obs[row, start + 4 * n : count_at].any(), f"stale legal entries in row {row}"
+            assert not f[row, LEGAL][4 * n :].any(), f"stale legal entries in row {row}"
+            assert not f[row, EFFECTS][len(L["effect_features"]) * n :].any(), f"stale effects in row {row}"
 
 
 def snapshot(env: TCGEnv):

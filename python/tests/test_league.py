@@ -22,7 +22,7 @@ from tcgleague.checkpoint import load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.dist import SINGLE
 from tcgleague.env import TCGEnv
-from tcgleague.layout import DRAW, legal_from_obs
+from tcgleague.layout import DRAW, features, legal_from_obs
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.frozen_pool import FrozenPool, bucket_size
 from tcgleague.league.manager import STATE_FILE, MemberMatches
@@ -531,7 +531,7 @@ def test_stacked_forward_matches_each_member_alone():
     assert pool.forwards == 1
     for m, policy in members.items():
         r = groups[m]
-        o = torch.from_numpy(obs[r])
+        o = features(torch.from_numpy(obs[r]))
         with torch.no_grad():
             x, ent = policy.encode(o)
             out, (h, c) = policy.step(x, (h0[r], c0[r]))

@@ -21,7 +21,7 @@ from tcgleague.checkpoint import load_checkpoint
 from tcgleague.engine import LAYOUT, position
 from tcgleague.env import TCGEnv
 from tcgleague.evaluate_checkpoint import evaluate_loaded
-from tcgleague.layout import COUNT, EFFECTS, MAX_LEGAL, N_EFFECTS, OBS_SIZE, legal_actions
+from tcgleague.layout import COUNT, EFFECTS, MAX_LEGAL, N_EFFECTS, OBS_BYTES, features_np, legal_actions
 from tcgleague.lookahead import STATUS, LookaheadActor
 from tcgleague.play import agent_actor
 
@@ -53,10 +53,12 @@ def random_positions(n_games: int, steps: int, seed: int):
 
 
 def look(env: TCGEnv, row: int, salt: int) -> tuple[int, np.ndarray, np.ndarray]:
-    next_obs = np.full((MAX_LEGAL, OBS_SIZE), np.nan, dtype=np.float32)
+    """(n legal actions, the next observations' features [MAX_LEGAL, OBS_SIZE], statuses); rows
+    the engine leaves alone read -1 (their bytes start as 0xFF)."""
+    next_obs = np.full((MAX_LEGAL, OBS_BYTES), 0xFF, dtype=np.uint8)
     status = np.full(MAX_LEGAL, -1, dtype=np.int8)
     n = env.engine.lookahead(row // 2, salt, next_obs, status)
-    return n, next_obs, status
+    return n, features_np(next_obs), status
 
 
 def test_the_search_leaves_the_game_alone_and_covers_every_legal_action():
@@ -65,10 +67,11 @@ def test_the_search_leaves_the_game_alone_and_covers_every_legal_action():
         before = env.engine.get_state()
         n, next_obs, status = look(env, row, salt=row)
         assert env.engine.get_state() == before, "the search changed the real game"
-        assert n == int(obs[row, COUNT]), "one candidate per legal action"
+        assert n == int(features_np(obs[row])[COUNT]), "one candidate per legal action"
         assert set(status[:n].tolist()) <= set(STATUS.values()) and (status[n:] == -1).all()
         decide = status[:n] == STATUS["decide"]
-        assert np.isfinite(next_obs[:n][decide]).all() and (next_obs[:n][~decide] == 0).all()
+        assert (next_obs[:n][decide][:, COUNT] >= 1).all() and (next_obs[:n][~decide] == 0).all()
+        assert (next_obs[n:] == -1).all(), "nothing written past the legal actions"
         seen |= set(status[:n].tolist())
     assert STATUS["decide"] in seen and STATUS["win"] in seen and STATUS["loss"] in seen
 
@@ -80,7 +83,7 @@ def test_every_candidate_is_judged_at_the_deciders_next_turn():
     looked = 0
     for env, obs, row in random_positions(8, 60, seed=2):
         n, next_obs, status = look(env, row, salt=7)
-        turn = obs[row, TURN]
+        turn = features_np(obs[row])[TURN]
         for i in np.flatnonzero(status[:n] == STATUS["decide"]):
             assert next_obs[i, SEAT] == row % 2 and next_obs[i, MY_TURN] == 1, "the decider's own turn"
             assert next_obs[i, TURN] > turn, (turn, next_obs[i, TURN])
@@ -137,8 +140,9 @@ def test_action_effects_depend_only_on_what_the_decider_sees():
         twin.reset(98)
         pos = position.decode(env.engine.export_position(game))
         twin.engine.import_position(game, position.encode(hidden_information_permuted(pos, me)))
-        n = int(obs[row, COUNT])
-        effects = obs[row, EFFECTS].reshape(MAX_LEGAL, N_EFFECTS)
+        f = features_np(obs[row])
+        n = int(f[COUNT])
+        effects = f[EFFECTS].reshape(MAX_LEGAL, N_EFFECTS)
         assert np.array_equal(twin.observations[row], obs[row])
         assert not effects[n:].any(), "no effects past the legal list"
         compared += 1
@@ -153,7 +157,7 @@ def test_an_attack_is_seen_landing():
     health = LAYOUT["effect_features"]["opp_leader_health"]
     for env, obs, row in random_positions(16, 80, seed=8):
         legal, count = legal_actions(obs[row][None])
-        effects = obs[row, EFFECTS].reshape(MAX_LEGAL, N_EFFECTS)
+        effects = features_np(obs[row])[EFFECTS].reshape(MAX_LEGAL, N_EFFECTS)
         for i in np.flatnonzero(legal[0, : count[0], 0] == LAYOUT["action_types"]["attack"])[:2]:
             me = row % 2
             game = TCGEnv(num_games=1, seed=97)
@@ -186,7 +190,7 @@ def test_a_drawn_card_comes_from_a_reshuffled_deck_not_the_real_one():
     varied = draws = 0
     for env, obs, row in random_positions(16, 80, seed=3):
         n, first, status = look(env, row, salt=1)
-        drew = (status[:n] == STATUS["decide"]) & (first[:n, MY_DECK] < obs[row, MY_DECK])
+        drew = (status[:n] == STATUS["decide"]) & (first[:n, MY_DECK] < features_np(obs[row])[MY_DECK])
         if not drew.any():
             continue
         draws += 1

@@ -13,7 +13,7 @@ import torch
 
 from tcgleague.bench.peers.pufferl_policy import MASKED, PeerLSTM, puff_advantage
 from tcgleague.bench.peers.shared import LegalIndexActor, SnapshotLog, evaluate_vs_greedy, sample_masked
-from tcgleague.layout import COUNT, MAX_LEGAL
+from tcgleague.layout import COUNT, COUNT_BYTES, MAX_LEGAL, OBS_BYTES, legal_counts
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -40,10 +40,11 @@ def test_a_legal_index_policy_plays_whole_duplicate_matches_in_our_runner():
 
 def test_an_index_outside_the_legal_list_is_refused():
     actor = LegalIndexActor(lambda obs, masks, rows: np.full(len(rows), MAX_LEGAL - 1), name="bad")
-    obs = np.zeros((2, COUNT + 1), dtype=np.float32)
-    obs[:, COUNT] = 3
+    obs = np.zeros((2, OBS_BYTES), dtype=np.uint8)
+    obs[:, COUNT_BYTES[0]] = 3  # three legal tuples listed
+    assert legal_counts(obs).tolist() == [3, 3]
     with pytest.raises(RuntimeError, match="bad chose an index outside the legal list"):
-        actor.act(np.pad(obs, ((0, 0), (0, 8))), np.array([0, 1]))
+        actor.act(obs, np.array([0, 1]))
 
 
 def test_snapshots_come_every_interval_and_once_past_the_mark(tmp_path):

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from helpers.policy_data import make_policy, rollout_obs, zero_state
+from tcgleague.actors import PolicyStep
 from tcgleague.engine import LAYOUT
-from tcgleague.layout import effects_from_obs, legal_from_obs
+from tcgleague.layout import OBS_BYTES, OBS_SIZE, effects_from_obs, features, features_np, legal_from_obs
 from tcgleague.policy import PolicyConfig, TCGSampler, gather_rows
 from tcgleague.policy.tcg_sampler import draw_uniforms
 
@@ -85,6 +86,40 @@ def test_encode_shapes_none_row_and_heads(data):
     # b is conditioned on ent[a]; gather_rows is ent[a]
     assert not torch.allclose(lb, policy.b_logits(out, ent, t, (a + 1) % LAYOUT["n_a"]))
     torch.testing.assert_close(gather_rows(ent, a), ent[torch.arange(B), a])
+
+
+def test_the_policy_computes_the_same_function_of_compact_rows_and_of_their_features():
+    """The env's compact rows and the float32 features they hold (read by numpy, an independent
+    decoding) are one input: bit-identical logits and values, and the same decisions."""
+    compact, env = rollout_obs(steps=12, compact=True)
+    rows = compact.reshape(-1, compact.shape[-1])
+    floats = torch.from_numpy(features_np(rows.numpy()))
+    assert rows.dtype == torch.uint8 and rows.shape[-1] == OBS_BYTES and floats.shape[-1] == OBS_SIZE
+    n, hidden = rows.shape[0], 16
+    h, c = torch.randn(n, hidden), torch.randn(n, hidden)
+    for kw in ({}, {"legal_scorer_dim": 8, "legal_effect_dim": 4}):
+        policy = make_policy(env, card_embed_dim=8, entity_dim=16, hidden_size=hidden, **kw)
+
+        def logits_and_value(obs, policy=policy):
+            f = features(obs)
+            x, ent = policy.encode(f)
+            out, _ = policy.step(x, (h, c))
+            legal, _ = legal_from_obs(f)
+            scores = (
+                policy.legal_logits(out, ent, legal, effects_from_obs(f))
+                if policy.scores_legal_list
+                else policy.a_logits(out, ent, legal[:, 0, 0])
+            )
+            return scores, policy.value(out)
+
+        with torch.no_grad():
+            (got, got_v), (want, want_v) = logits_and_value(rows), logits_and_value(floats)
+            assert torch.equal(got, want) and torch.equal(got_v, want_v)
+            assert got.std() > 0 and got_v.std() > 0, "real logits, not constants"
+            step = PolicyStep(policy, TCGSampler())
+            params, uniforms = TCGSampler().params_tensor().expand(n, -1), draw_uniforms(n, torch.Generator())
+            for a_, b_ in zip(step(rows, h, c, params, uniforms), step(floats, h, c, params, uniforms)):
+                assert torch.equal(a_, b_)
 
 
 def test_observation_features_matter(data):

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def make_buffer(capacity: int, horizon: int, num_rows: int = 4) -> RolloutBuffer:
     buf = RolloutBuffer(
-        capacity=capacity, horizon=horizon, obs_size=3, hidden_size=2, num_rows=num_rows, device=torch.device("cpu")
+        capacity=capacity, horizon=horizon, obs_bytes=3, hidden_size=2, num_rows=num_rows, device=torch.device("cpu")
     )
     buf.start_epoch()
     return buf
@@ -179,14 +179,14 @@ def test_pack_refuses_a_partial_buffer_and_add_refuses_overflow():
     with pytest.raises(RuntimeError, match="overflow"):
         add(buf, [0, 3], [0.0, 0.0])
     with pytest.raises(ValueError, match="multiple of bptt_horizon"):
-        RolloutBuffer(capacity=6, horizon=4, obs_size=3, hidden_size=2, num_rows=2, device=torch.device("cpu"))
+        RolloutBuffer(capacity=6, horizon=4, obs_bytes=3, hidden_size=2, num_rows=2, device=torch.device("cpu"))
 
 
 # ---- the spare slot, GAE against a float64 reference -------------------------------------------
 def test_store_writes_stored_slots_exactly_and_the_spare_slot_nowhere():
     capacity, hidden = 8, 2
     buf = RolloutBuffer(
-        capacity=capacity, horizon=4, obs_size=3, hidden_size=hidden, num_rows=6, device=torch.device("cpu")
+        capacity=capacity, horizon=4, obs_bytes=3, hidden_size=hidden, num_rows=6, device=torch.device("cpu")
     )
     buf.start_epoch()
     g = torch.Generator().manual_seed(0)
@@ -198,26 +198,27 @@ def test_store_writes_stored_slots_exactly_and_the_spare_slot_nowhere():
         n = len(slots)
         spare = slots == capacity
         data = {
-            "obs": torch.randn(n, 3, generator=g),
+            "obs": torch.randint(0, 200, (n, 3), generator=g, dtype=torch.uint8),  # compact rows
             "actions": torch.randint(0, 50, (n, 4), generator=g),
             "logprob": torch.randn(n, generator=g),
             "value": torch.randn(n, generator=g),
             "state_h": torch.randn(n, hidden, generator=g),
             "state_c": torch.randn(n, hidden, generator=g),
         }
-        data["obs"][spare] = 1e6  # marks what must never reach a stored slot
+        data["obs"][spare] = 255  # marks what must never reach a stored slot
         data["actions"][spare] = -7
         for k in ("logprob", "value", "state_h", "state_c"):
             data[k][spare] = -1e6
         buf.store(slots, **data)
         for name, src in data.items():
             dst = getattr(buf, name)
-            assert dst.dtype == (torch.long if name == "actions" else torch.float32)
+            assert dst.dtype == {"actions": torch.long, "obs": torch.uint8}.get(name, torch.float32)
             assert torch.equal(dst[slots[~spare]], src[~spare]), f"{name}: stored slots get exactly the values"
             assert torch.equal(dst[capacity], src[spare][-1]) or torch.equal(dst[capacity], src[spare][0])
     for name in ("obs", "actions", "logprob", "value", "state_h", "state_c"):
         stored = getattr(buf, name)[:capacity]
-        assert not ((stored == 1e6) | (stored == -7) | (stored == -1e6)).any(), f"{name}: spare data leaked"
+        marks = (stored == 255) if name == "obs" else (stored == -7) | (stored == -1e6)
+        assert not marks.any(), f"{name}: spare data leaked"
         assert not getattr(buf, name)[5:capacity].any(), f"{name}: unreserved slots stay empty"
 
 
@@ -256,7 +257,7 @@ def test_packed_gae_matches_a_plain_reference_loop_bit_for_bit():
     running sum per row, rounded to float32)."""
     g = np.random.default_rng(11)
     capacity, horizon, num_rows, gamma, lam = 64, 4, 5, 0.97, 0.9
-    buf = RolloutBuffer(capacity, horizon, obs_size=3, hidden_size=2, num_rows=num_rows, device=torch.device("cpu"))
+    buf = RolloutBuffer(capacity, horizon, obs_bytes=3, hidden_size=2, num_rows=num_rows, device=torch.device("cpu"))
     buf.start_epoch()
     values = g.normal(size=capacity).astype(np.float32)
     steps: list[dict] = []  # arrival order = slot order

@@ -25,6 +25,7 @@ from tcgleague.engine.position import (
     write_position,
 )
 from tcgleague.env import TCGEnv
+from tcgleague.layout import features_np
 
 A = LAYOUT["action_types"]
 G = LAYOUT["entity_groups"]
@@ -133,7 +134,7 @@ class Harness:
         return int(rows[0])
 
     def legal(self):
-        obs = self.env.observations[self.decider()]
+        obs = features_np(self.env.observations[self.decider()])
         n = int(obs[COUNT])
         return [tuple(int(x) for x in obs[LEGAL + i * WIDTH : LEGAL + (i + 1) * WIDTH]) for i in range(n)]
 
@@ -939,7 +940,7 @@ def test_random_play_never_exceeds_the_legal_bound():
     seen_max = 0
     for _ in range(400):
         active = np.flatnonzero(env.masks)
-        counts = env.observations[active, COUNT]
+        counts = features_np(env.observations[active])[:, COUNT]
         assert (counts >= 1).all() and (counts <= LAYOUT["max_legal"]).all()
         seen_max = max(seen_max, int(counts.max()))
         env.step(random_actions(env.observations, rng))

@@ -7,7 +7,7 @@ import torch
 
 from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
-from tcgleague.layout import effects_from_obs, legal_from_obs
+from tcgleague.layout import effects_from_obs, features, legal_from_obs
 from tcgleague.policy import PolicyConfig, TCGSampler, build_policy
 from tcgleague.policy.tcg_sampler import UNIFORM_WIDTH
 
@@ -101,7 +101,7 @@ def real_decisions(scoring: str):
     state = (torch.zeros(env.num_agents, policy.hidden_size), torch.zeros(env.num_agents, policy.hidden_size))
     with torch.no_grad():
         for step in range(24):
-            o = torch.from_numpy(obs.copy())
+            o = features(torch.from_numpy(obs.copy()))
             x, ent = policy.encode(o)
             out, state = policy.step(x, state)
             legal, count = legal_from_obs(o)

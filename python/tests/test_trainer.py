@@ -20,7 +20,7 @@ from tcgleague import train as train_cli
 from tcgleague import trainer as trainer_module
 from tcgleague.checkpoint import list_checkpoints
 from tcgleague.engine import LAYOUT
-from tcgleague.layout import ACTION_WIDTH, OBS_SIZE
+from tcgleague.layout import ACTION_WIDTH, OBS_BYTES, OBS_SIZE, features_np
 from tcgleague.ppo import lr_lambda
 
 COUNT = LAYOUT["legal_count_offset"]
@@ -42,13 +42,15 @@ class RecordingLogger:
 def test_the_rollout_reports_its_env_steps_time_and_traffic():
     """perf/*: the env steps of the epoch (batch_size over one decision per game in self-play),
     the host seconds in the env, and the learner's upload (every game's observation and its
-    row, slot and start flag as float32) and download (the actions, int32) per step."""
+    row, slot and start flag as int32) and download (the actions, int32) per step: a third of
+    what float32 rows of the same features took."""
     trainer = smoke_trainer()
     stats = collect(trainer)
     games, t = trainer.env.num_games, trainer.cfg.train
     assert stats["perf/env_steps"] == t.batch_size / games and stats["perf/env_seconds"] > 0
     assert stats["perf/opponents_act_seconds"] >= 0
-    assert stats["perf/bytes_up_per_step"] == games * (OBS_SIZE + 3) * 4
+    assert stats["perf/bytes_up_per_step"] == games * (OBS_BYTES + 3 * 4) + (-games * OBS_BYTES) % 4
+    assert stats["perf/bytes_up_per_step"] * 3 <= games * (OBS_SIZE + 3) * 4, "a third of the float32 rows' bytes"
     assert stats["perf/bytes_down_per_step"] == games * ACTION_WIDTH * 4
 
 
@@ -70,7 +72,7 @@ def test_only_deciding_rows_are_stored():
     stored = buf.rows.reshape(len(seen_masks), trainer.env.num_games)
     for masks, rows in zip(seen_masks, stored):
         assert set(rows.tolist()) == set(np.flatnonzero(masks).tolist())
-    obs = buf.obs[: buf.capacity].numpy()
+    obs = features_np(buf.obs[: buf.capacity].numpy())
     assert (obs[:, COUNT] > 0).all(), "every stored step has a legal list: it was the row's own decision"
     assert (obs[:, SEAT] == buf.rows % 2).all(), "each step is observed from its own seat"
 

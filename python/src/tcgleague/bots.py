@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .layout import ACTION_WIDTH, COUNT, LEGAL
+from .layout import ACTION_WIDTH, legal_counts, legal_tuples
 
 RANDOM, GREEDY = "random", "greedy"
 BOTS = (RANDOM, GREEDY)  # the scripted opponents, by name: the one list of them
@@ -16,14 +16,11 @@ def random_actions(obs: np.ndarray, rng: np.random.Generator, rows: np.ndarray |
     """A uniformly random legal action for each row (rows with no legal list get zeros); with
     `rows`, an int32 [len(rows), 4] array for just those rows.
 
-    Only each row's count and chosen tuple are read, a few values per row, never the list."""
-    flat = obs.reshape(-1)
+    Only each row's count and chosen tuple are read, a few bytes per row, never the list."""
     rows = np.arange(len(obs)) if rows is None else np.asarray(rows, dtype=np.int64)
-    base = rows * obs.shape[1]
-    counts = flat[base + COUNT].astype(np.int64)
+    counts = legal_counts(obs, rows)
     pick = np.minimum((rng.random(len(rows)) * counts).astype(np.int64), np.maximum(counts - 1, 0))
-    start = base + LEGAL.start + pick * ACTION_WIDTH
-    actions = flat[start[:, None] + np.arange(ACTION_WIDTH)].astype(np.int32)
+    actions = legal_tuples(obs, rows, pick)
     actions[counts == 0] = 0
     return actions
 

@@ -20,7 +20,19 @@ from pettingzoo import AECEnv
 
 from .engine import LAYOUT, Engine
 from .engine.cards import DEFAULT_CARDS, CardPool, deck_weights, load_card_pool
-from .layout import ACTION_WIDTH, COUNT, DRAW, HEAD_SIZES, LEGAL, MAX_LEGAL, OBS_SIZE, PASS, ROWS_PER_GAME
+from .layout import (
+    ACTION_WIDTH,
+    COUNT,
+    DRAW,
+    HEAD_SIZES,
+    LEGAL,
+    MAX_LEGAL,
+    OBS_BYTES,
+    OBS_SIZE,
+    PASS,
+    ROWS_PER_GAME,
+    features_np,
+)
 
 ACTION_TYPES = {v: k for k, v in LAYOUT["action_types"].items()}
 EPISODE_FIELDS = LAYOUT["episode_fields"]
@@ -105,7 +117,13 @@ def checked_actions(actions, active: np.ndarray) -> np.ndarray:
 
 
 def observation_space() -> gymnasium.spaces.Box:
-    return gymnasium.spaces.Box(low=-1e4, high=1e4, shape=(OBS_SIZE,), dtype=np.float32)
+    """A row as the env writes it: compact bytes (layout.features reads them as features)."""
+    return gymnasium.spaces.Box(low=0, high=255, shape=(OBS_BYTES,), dtype=np.uint8)
+
+
+def feature_space() -> gymnasium.spaces.Box:
+    """A row's features as float32 (layout.features), for code outside tcgleague (the AEC env)."""
+    return gymnasium.spaces.Box(low=-(2.0**15), high=2.0**15 - 1, shape=(OBS_SIZE,), dtype=np.float32)
 
 
 def action_space() -> gymnasium.spaces.MultiDiscrete:
@@ -222,7 +240,7 @@ class TCGAECEnv(AECEnv):
     """One Emberfront game as a PettingZoo AEC env (turn-based: `agent_selection` is the seat
     that decides now; the response window and target choices make turns alternate irregularly).
 
-    Observation: {"observation": the float32 row of `observation_space()` (layout: LAYOUT),
+    Observation: {"observation": the float32 features of `feature_space()` (layout: LAYOUT),
     "action_mask": int8 [max_legal]}. Action: Discrete(max_legal), an INDEX into the legal
     list held in the observation (entry i is the (type, a, b, c) tuple at
     legal_offset + 4 i); the mask is 1 exactly for the first `legal count` indices of the
@@ -244,7 +262,7 @@ class TCGAECEnv(AECEnv):
         self.possible_agents = ["player_0", "player_1"]
         self.tcg = TCGEnv(num_games=1, seed=seed, **env_kwargs)
         mask_space = gymnasium.spaces.Box(0, 1, shape=(MAX_LEGAL,), dtype=np.int8)
-        space = gymnasium.spaces.Dict({"observation": observation_space(), "action_mask": mask_space})
+        space = gymnasium.spaces.Dict({"observation": feature_space(), "action_mask": mask_space})
         self.observation_spaces = {a: space for a in self.possible_agents}
         self.action_spaces = {a: gymnasium.spaces.Discrete(MAX_LEGAL) for a in self.possible_agents}
         self._seeds = np.random.default_rng(seed)
@@ -268,7 +286,7 @@ class TCGAECEnv(AECEnv):
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self.infos = {a: {} for a in self.agents}
-        self._obs[:] = self.tcg.observations
+        self._obs[:] = features_np(self.tcg.observations)
         self._over, self._final = False, ""
         self.agent_selection = self.possible_agents[self._decider()]
 
@@ -311,7 +329,7 @@ class TCGAECEnv(AECEnv):
             self.agent_selection = self.possible_agents[1 - seat]
         else:
             decider = self._decider()
-            self._obs[decider] = self.tcg.observations[decider]
+            self._obs[decider] = features_np(self.tcg.observations[decider])
             self.agent_selection = self.possible_agents[decider]
         self._accumulate_rewards()
 

@@ -91,6 +91,15 @@ def obs_layout_hash() -> str:
     return _json_hash(LAYOUT)
 
 
+# Earlier layouts whose rows held exactly today's features, stored differently: a policy trained
+# on them computes the same function on today's rows (layout.features), so their checkpoints are
+# refused with a pointer to `python -m tcgleague.checkpoint convert`, which restamps them.
+CONVERTIBLE_LAYOUTS = {
+    "dd9646b79d19dc81cb782bb4ba5d749eb2ba0e26c38a8a0e7e56c4b2f39f3b54": "float32 observation rows, the legal "
+    "count after the tuples (before compact int16/int8 rows)",
+}
+
+
 def action_space_hash() -> str:
     return _json_hash({k: LAYOUT[k] for k in ACTION_SPACE_KEYS})
 

@@ -2,6 +2,13 @@
 Python side reads: the one home of the slices every reader of the legal action list uses (PPO
 loss, bots, actors, the frozen pool, the env adapters).
 
+The env writes each row compact, `OBS_BYTES` uint8: every feature is a small integer, so the
+first `WIDE` features (globals, entities, the legal count) are int16 and the rest (the legal
+tuples, the effects) int8. `features` (torch, on the device) and `features_np` read a row as
+the `OBS_SIZE` float32 features the policy sees, in the same order; the slices below index
+those features. A float row passes through `features` unchanged, so hand-built float
+positions and compact rows are one policy input.
+
 All offsets come from the engine's exported `LAYOUT`, so a layout change in C moves them here
 and nowhere else."""
 
@@ -12,18 +19,36 @@ import torch
 
 from .engine import LAYOUT
 
-OBS_SIZE: int = LAYOUT["obs_size"]
+OBS_SIZE: int = LAYOUT["obs_size"]  # features per row
+OBS_BYTES: int = LAYOUT["obs_bytes"]  # bytes per compact row, as the env writes it
+WIDE: int = LAYOUT["obs_wide_count"]  # the int16 features at the start of a compact row (int8 after)
 ACTION_WIDTH: int = LAYOUT["action_width"]  # (type, a, b, c)
 ROWS_PER_GAME = 2  # env rows per game, one per seat (env.rows_of / game_of turn games and rows into each other)
 MAX_LEGAL: int = LAYOUT["max_legal"]
-LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_count_offset"])  # the legal tuples, flattened
-COUNT: int = LAYOUT["legal_count_offset"]  # how many of those tuples are valid
+COUNT: int = LAYOUT["legal_count_offset"]  # how many legal tuples are valid
+LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_offset"] + MAX_LEGAL * ACTION_WIDTH)  # the tuples, flattened
 N_EFFECTS: int = len(LAYOUT["effect_features"])
 EFFECTS = slice(LAYOUT["effects_offset"], LAYOUT["effects_offset"] + MAX_LEGAL * N_EFFECTS)  # what each tuple does
 PASS: int = LAYOUT["action_types"]["pass"]  # the action type that ends a turn / declines a response
 DRAW = 2  # an episode record's `winner` when nobody won (the engine's code)
 DEFAULT_TURN_CAP: int = LAYOUT["default_turn_cap"]
 HEAD_SIZES = (LAYOUT["n_action_types"], LAYOUT["n_a"], LAYOUT["n_b"], LAYOUT["n_c"])  # the four action stages
+
+
+def features(obs: torch.Tensor) -> torch.Tensor:
+    """Compact rows (uint8 [..., OBS_BYTES]) -> float32 features [..., OBS_SIZE], exactly; a float
+    row is returned as it is. Two reinterpreting views and one cast: compiles into the step."""
+    if obs.dtype != torch.uint8:
+        return obs
+    wide, narrow = obs[..., : 2 * WIDE].view(torch.int16), obs[..., 2 * WIDE :].view(torch.int8)
+    return torch.cat([wide.float(), narrow.float()], -1)
+
+
+def features_np(obs: np.ndarray) -> np.ndarray:
+    """The numpy twin of `features`: compact rows [..., OBS_BYTES] -> float32 [..., OBS_SIZE]."""
+    obs = np.ascontiguousarray(obs)
+    wide, narrow = obs[..., : 2 * WIDE].view(np.int16), obs[..., 2 * WIDE :].view(np.int8)
+    return np.concatenate([wide, narrow], -1).astype(np.float32)
 
 
 def legal_from_obs(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -37,7 +62,28 @@ def effects_from_obs(obs: torch.Tensor) -> torch.Tensor:
     return obs[..., EFFECTS].reshape(*obs.shape[:-1], MAX_LEGAL, N_EFFECTS)
 
 
+# The same places in a compact row, in bytes: the legal tuples are int8 values < 128 (the same
+# read as uint8); the count is an int16 in [0, MAX_LEGAL], little-endian.
+LEGAL_BYTES = slice(2 * WIDE, 2 * WIDE + MAX_LEGAL * ACTION_WIDTH)  # the first int8 features (LEGAL.start == WIDE)
+COUNT_BYTES = np.array([2 * COUNT, 2 * COUNT + 1])
+
+
+def legal_counts(obs: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """How many legal tuples each compact row of `obs` [rows, OBS_BYTES] lists (of `rows` only,
+    when given: two bytes read per row), int64."""
+    rows = np.arange(len(obs)) if rows is None else np.asarray(rows, dtype=np.int64)
+    low, high = obs[rows[:, None], COUNT_BYTES].astype(np.int64).T
+    return low | (high << 8)
+
+
+def legal_tuples(obs: np.ndarray, rows: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The `index`-th legal tuple of each of `rows` of compact `obs`: int32 [len(rows), 4]."""
+    start = LEGAL_BYTES.start + np.asarray(index, dtype=np.int64) * ACTION_WIDTH
+    return obs[np.asarray(rows)[:, None], start[:, None] + np.arange(ACTION_WIDTH)].astype(np.int32)
+
+
 def legal_actions(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The numpy twin of `legal_from_obs`: (legal int32 [rows, MAX_LEGAL, 4], count int64 [rows])."""
-    legal = obs[:, LEGAL].reshape(len(obs), MAX_LEGAL, ACTION_WIDTH).astype(np.int32)
-    return legal, obs[:, COUNT].astype(np.int64)
+    """Compact rows [rows, OBS_BYTES] -> (legal int32 [rows, MAX_LEGAL, 4], count int64 [rows])
+    (the bots' and the env adapters' legal lists)."""
+    legal = obs[:, LEGAL_BYTES].reshape(len(obs), MAX_LEGAL, ACTION_WIDTH).astype(np.int32)
+    return legal, legal_counts(obs)

@@ -15,7 +15,7 @@ import torch
 from .actors import PolicyActor
 from .config import TrainSection
 from .dist import SINGLE, Dist
-from .layout import OBS_SIZE
+from .layout import OBS_BYTES
 from .policy.tcg_policy import TCGPolicy
 from .policy.tcg_sampler import TCGSampler
 from .ppo import PPOUpdater, UpdateSettings
@@ -77,7 +77,7 @@ def build_learner(
         train.precision,
     )
     hidden = policy.hidden_size
-    updater = PPOUpdater(policy, sampler, optimizer, settings, train.bptt_horizon, OBS_SIZE, hidden, device, dist)
-    buffer = RolloutBuffer(sizes.capacity, train.bptt_horizon, OBS_SIZE, hidden, num_rows, device)
+    updater = PPOUpdater(policy, sampler, optimizer, settings, train.bptt_horizon, OBS_BYTES, hidden, device, dist)
+    buffer = RolloutBuffer(sizes.capacity, train.bptt_horizon, OBS_BYTES, hidden, num_rows, device)
     actor = PolicyActor(policy, sampler, num_rows, generator, name=name, compile_mode=sizes.compile_mode)
     return Learner(policy, sampler, optimizer, updater, buffer, actor, generator, device)

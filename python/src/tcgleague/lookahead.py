@@ -30,7 +30,7 @@ import torch
 from .actors import Decision, PolicyActor
 from .engine import LOOKAHEAD_STATUS
 from .env import TCGEnv, game_of
-from .layout import COUNT, MAX_LEGAL, OBS_SIZE, legal_actions
+from .layout import MAX_LEGAL, OBS_BYTES, legal_actions, legal_counts
 from .match import ActorFactory
 
 DEFAULT_VALUE_WEIGHT = 100.0  # chosen against the policy itself at 1.6M-4.1M steps (experiments/README.md)
@@ -87,7 +87,7 @@ class LookaheadActor:
         self.inner, self.env, self.value_weight = inner, env, check_value_weight(value_weight)
         self.name = inner.name
         self.salts = np.random.default_rng([seed, 0x100C])
-        self.next_obs = np.zeros((MAX_LEGAL, OBS_SIZE), dtype=np.float32)
+        self.next_obs = np.zeros((MAX_LEGAL, OBS_BYTES), dtype=np.uint8)
         self.status = np.zeros(MAX_LEGAL, dtype=np.int8)
         self.searched = self.overridden = 0
 
@@ -158,11 +158,11 @@ class LookaheadActor:
 
     def candidates(self, obs_row: np.ndarray, row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Where each legal action of env row `row` leads: (Q with the game-ending actions filled
-        in; the decider's next-turn observations [m, obs_size]; each action's row in them, or
+        in; the decider's next-turn observations [m, OBS_BYTES]; each action's row in them, or
         ENDED / WAITED), or None with a single legal action (not searched; its salt is drawn
         all the same, so later searches do not depend on which rows had a choice)."""
         salt = int(self.salts.integers(0, 2**63))
-        if obs_row[COUNT] <= 1:
+        if legal_counts(obs_row[None])[0] <= 1:
             return None
         n = self.env.engine.lookahead(game_of(row), salt, self.next_obs, self.status)
         status = self.status[:n]

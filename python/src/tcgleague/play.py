@@ -28,7 +28,7 @@ from .engine import LAYOUT
 from .engine.cards import CardPool, load_card_pool
 from .env import TCGEnv, seat_of
 from .errors import ArgumentError, entry_point
-from .layout import ACTION_WIDTH, DRAW, legal_actions
+from .layout import ACTION_WIDTH, DRAW, features_np, legal_actions
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import policy_side
 from .rng import stream_seed
@@ -54,7 +54,7 @@ def entity_name(entity: int, obs_row: np.ndarray, cards: CardPool, mine: str = "
         where += f" {entity - first + 1}"
     if hide_hand and group == "my_hand":
         return where
-    card = int(obs_row[ENTITY].reshape(LAYOUT["n_entities"], -1)[entity, CARD_FEATURE])
+    card = int(features_np(obs_row)[ENTITY].reshape(LAYOUT["n_entities"], -1)[entity, CARD_FEATURE])
     return f"{where}: {cards.name(card)}"
 
 

@@ -20,7 +20,7 @@ import torch.nn as nn
 
 from .devices import mark_static
 from .dist import SINGLE, Dist
-from .layout import effects_from_obs, legal_from_obs
+from .layout import effects_from_obs, features, legal_from_obs
 from .rollout import Batch
 
 STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev")
@@ -58,6 +58,7 @@ class PPOLoss(nn.Module):
         self.sampler = sampler
 
     def forward(self, obs, actions, logprob, value, advantage, ret, mask, boundary, state_h, state_c, params, coefs):
+        obs = features(obs)  # the rollout stores compact rows; cast here, inside the compiled loss
         out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
         flat = obs.reshape(out.shape[0], -1)
         legal, count = legal_from_obs(flat)
@@ -112,7 +113,7 @@ class PPOUpdater:
         optimizer: torch.optim.Optimizer,
         settings: UpdateSettings,
         horizon: int,
-        obs_size: int,
+        obs_bytes: int,
         hidden_size: int,
         device: torch.device,
         dist: Dist = SINGLE,
@@ -126,7 +127,7 @@ class PPOUpdater:
         self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.precision == "bf16")
         m, t = settings.minibatch_segments, horizon
         shapes = {
-            "obs": (m, t, obs_size),
+            "obs": (m, t, obs_bytes),
             "actions": (m, t, 4),
             "logprob": (m, t),
             "value": (m, t),
@@ -137,9 +138,9 @@ class PPOUpdater:
             "state_h": (m, t, hidden_size),
             "state_c": (m, t, hidden_size),
         }
+        dtypes = {"obs": torch.uint8, "actions": torch.long}  # compact rows (layout.features); the rest float32
         self.minibatch = {
-            k: torch.zeros(s, device=device, dtype=torch.long if k == "actions" else torch.float32)
-            for k, s in shapes.items()
+            k: torch.zeros(s, device=device, dtype=dtypes.get(k, torch.float32)) for k, s in shapes.items()
         }
         mark_static(*self.minibatch.values())
         self.params = list(self.policy.parameters())

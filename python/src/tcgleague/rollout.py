@@ -89,7 +89,7 @@ class RolloutBuffer:
         self,
         capacity: int,
         horizon: int,
-        obs_size: int,
+        obs_bytes: int,
         hidden_size: int,
         num_rows: int,
         device: torch.device,
@@ -99,7 +99,7 @@ class RolloutBuffer:
         self.capacity, self.horizon, self.device = capacity, horizon, torch.device(device)
         # device half: written by slot; row `capacity` is the spare that absorbs unstored decisions
         spare = capacity + 1
-        self.obs = torch.zeros(spare, obs_size, device=self.device)
+        self.obs = torch.zeros(spare, obs_bytes, dtype=torch.uint8, device=self.device)  # compact rows
         self.actions = torch.zeros(spare, 4, dtype=torch.long, device=self.device)
         self.logprob = torch.zeros(spare, device=self.device)
         self.value = torch.zeros(spare, device=self.device)

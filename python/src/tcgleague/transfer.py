@@ -1,14 +1,18 @@
 """The rollout's host/device boundary: per env step exactly one host->device copy (what the
 learner needs about the deciding row of every game) and one device->host copy (its actions).
 
-Up-going data sits in ONE flat pinned float32 buffer: the deciding rows' observations
-[num_games, OBS_SIZE], then three rows of num_games values each: the env row, the
+Up-going data sits in ONE flat pinned byte buffer: the deciding rows' observations as the
+engine wrote them (compact, uint8 [num_games, OBS_BYTES]: the policy casts them on the device,
+layout.features), then three rows of num_games int32 values each: the env row, the
 rollout-buffer slot the decision goes to (`capacity` = not stored) and whether the row starts
-an episode. Integers below EXACT_INT_LIMIT (2**24) are exact in float32; config validation
-keeps rows and slots below it. The copy is `non_blocking` from pinned memory; the actions come
-back into a pinned buffer after one event wait, the step's only synchronisation. The device
-views are made once, so a compiled step sees the same (static) observation tensor every step.
-On the CPU host and device are the same memory and nothing is copied at all.
+an episode. The copy is `non_blocking` from pinned memory; the actions come back into a pinned
+buffer after one event wait, the step's only synchronisation. The device views are made once,
+so a compiled step sees the same (static) observation tensor every step. On the CPU host and
+device are the same memory and nothing is copied at all.
+
+The deciding rows are gathered (one `np.take` of the games' deciding rows, ~3 KB each) rather
+than the env's whole buffer uploaded: the other seat's row is stale, and uploading it would
+double the bytes.
 """
 
 from __future__ import annotations
@@ -16,10 +20,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .config.sections import EXACT_INT_LIMIT
 from .devices import mark_static
-from .env import rows_of
-from .layout import ACTION_WIDTH, OBS_SIZE
+from .layout import ACTION_WIDTH, OBS_BYTES
 
 ROW, SLOT, START = 0, 1, 2  # the rows of the per-game values after the observations
 
@@ -29,16 +31,16 @@ class StepTransfer:
     download(actions) -> int32 numpy [num_games, 4]."""
 
     def __init__(self, num_games: int, device: torch.device):
-        if rows_of(num_games) >= EXACT_INT_LIMIT:
-            raise ValueError(f"{num_games} games: env rows must stay below {EXACT_INT_LIMIT} to travel in float32")
         self.device = torch.device(device)
         cuda = self.device.type == "cuda"
-        size = num_games * OBS_SIZE
-        self.host = torch.zeros(size + 3 * num_games, pin_memory=cuda)
+        size = -(-num_games * OBS_BYTES // 4) * 4  # the int32 values start 4-byte aligned
+        self.host = torch.zeros(size + 4 * 3 * num_games, dtype=torch.uint8, pin_memory=cuda)
         self.up = torch.zeros_like(self.host, device=self.device) if cuda else self.host
         host_np = self.host.numpy()
-        self.host_obs, self.host_values = host_np[:size].reshape(num_games, OBS_SIZE), host_np[size:].reshape(3, -1)
-        self.obs, self.values = self.up[:size].view(num_games, OBS_SIZE), self.up[size:].view(3, num_games)
+        self.host_obs = host_np[: num_games * OBS_BYTES].reshape(num_games, OBS_BYTES)
+        self.host_values = host_np[size:].view(np.int32).reshape(3, num_games)
+        self.obs = self.up[: num_games * OBS_BYTES].view(num_games, OBS_BYTES)
+        self.values = self.up[size:].view(torch.int32).view(3, num_games)
         self.actions = torch.zeros(num_games, ACTION_WIDTH, dtype=torch.int32, pin_memory=cuda)
         self.actions_np = self.actions.numpy()
         self.ready = torch.cuda.Event() if cuda else None
@@ -49,7 +51,7 @@ class StepTransfer:
     def upload(
         self, obs: np.ndarray, rows: np.ndarray, slots: np.ndarray, starts: np.ndarray
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """obs [num_rows, OBS_SIZE] (all rows), the deciding `rows` (one per game, in game
+        """obs [num_rows, OBS_BYTES] (all rows), the deciding `rows` (one per game, in game
         order), their buffer `slots` and episode-start flags -> the same on the device."""
         np.take(obs, rows, axis=0, out=self.host_obs, mode="clip")  # "clip": unbuffered, rows are valid
         self.host_values[ROW] = rows
@@ -58,7 +60,7 @@ class StepTransfer:
         if self.up is not self.host:
             self.up.copy_(self.host, non_blocking=True)
         v = self.values
-        return self.obs, v[ROW].long(), v[SLOT].long(), v[START] > 0.5
+        return self.obs, v[ROW].long(), v[SLOT].long(), v[START] > 0
 
     def rollout_perf(self, steps: int, env_seconds: float, opponents_seconds: float) -> dict[str, float]:
         """An epoch's rollout figures: its env steps, the host seconds spent in the env and in the

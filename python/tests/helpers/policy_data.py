@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from tcgleague.env import TCGEnv
-from tcgleague.layout import legal_from_obs
+from tcgleague.layout import features, legal_from_obs
 from tcgleague.policy import PolicyConfig, TCGSampler, build_policy
 
 
@@ -14,8 +14,9 @@ def zero_state(policy, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.zeros(batch, policy.hidden_size), torch.zeros(batch, policy.hidden_size)
 
 
-def rollout_obs(num_games=8, steps=24, seed=0):
-    """Real observations [steps, 2 * num_games, obs_size] from a random policy's legal play."""
+def rollout_obs(num_games=8, steps=24, seed=0, compact=False):
+    """Real observations from a random policy's legal play, as their float32 features [steps,
+    2 * num_games, OBS_SIZE] (the policy's input), or as the env's compact rows with `compact`."""
     env = TCGEnv(num_games=num_games, seed=seed)
     obs, _ = env.reset()
     policy = build_policy(PolicyConfig(n_cards=env.pool.n_cards, entity_dim=16, hidden_size=16, card_embed_dim=8), seed)
@@ -25,8 +26,8 @@ def rollout_obs(num_games=8, steps=24, seed=0):
     state = zero_state(policy, env.num_agents)
     with torch.no_grad():
         for _ in range(steps):
-            o = torch.from_numpy(obs.copy())
-            all_obs.append(o)
+            o = features(torch.from_numpy(obs.copy()))
+            all_obs.append(torch.from_numpy(obs.copy()) if compact else o)
             x, ent = policy.encode(o)
             out, state = policy.step(x, state)
             legal, count = legal_from_obs(o)

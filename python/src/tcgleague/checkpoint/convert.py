@@ -1,5 +1,7 @@
-"""`python -m tcgleague.checkpoint convert OLD.pt [NEW.pt]`: an older checkpoint that holds numpy
-values (which `weights_only` loading refuses) rewritten as tensors and plain containers.
+"""`python -m tcgleague.checkpoint convert OLD.pt [NEW.pt]`: an older checkpoint rewritten as one
+this code loads: numpy values (which `weights_only` loading refuses) as tensors and plain
+containers, and a fingerprint of a convertible observation layout (`CONVERTIBLE_LAYOUTS`: the
+same features, stored differently) restamped with today's.
 
 The old file is read with `weights_only=True` plus an allowlist of numpy's array and scalar
 reconstructors only, so converting never runs code either: a file that names anything else is
@@ -15,6 +17,7 @@ import torch
 
 from ..atomic import atomic_write
 from ..errors import entry_point, output_file
+from ..fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
 from .files import CheckpointError, LoadedCheckpoint, load_checkpoint, read_state, verify_archive
 
 _multiarray = (getattr(np, "_core", None) or np.core).multiarray
@@ -47,8 +50,10 @@ def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
     verify_archive(src)
     if dst.exists():
         raise CheckpointError(f"convert: {dst} exists; give a new path for the converted checkpoint")
-    state = read_state(src, NUMPY_GLOBALS)
-    state = plain(state)
+    state = plain(read_state(src, NUMPY_GLOBALS))
+    fingerprint = state.get("fingerprint")
+    if isinstance(fingerprint, dict) and fingerprint.get("obs_layout_hash") in CONVERTIBLE_LAYOUTS:
+        fingerprint["obs_layout_hash"] = obs_layout_hash()
     atomic_write(dst, lambda f: torch.save(state, f))
     try:
         return load_checkpoint(dst)
@@ -61,7 +66,9 @@ def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tcgleague.checkpoint", description="Checkpoint tools.")
     sub = parser.add_subparsers(dest="command", required=True)
-    convert = sub.add_parser("convert", help="rewrite an older checkpoint holding numpy values as a safe one")
+    convert = sub.add_parser(
+        "convert", help="rewrite an older checkpoint (numpy values, float32 observation rows) as one this code loads"
+    )
     convert.add_argument("src", type=Path, help="the checkpoint to convert")
     convert.add_argument("dst", type=Path, nargs="?", help="where to write it (default: <src stem>.safe.pt)")
     args = parser.parse_args(argv)

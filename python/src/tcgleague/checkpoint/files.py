@@ -53,6 +53,7 @@ from ..atomic import atomic_write
 from ..engine.cards import load_card_pool
 from ..errors import UserInputError
 from ..fingerprint import (
+    CONVERTIBLE_LAYOUTS,
     action_space_hash,
     changed_sources,
     compute_fingerprint,
@@ -333,6 +334,11 @@ def _check_compatible(path: Path, state: dict, fp: dict, policy_config: PolicyCo
         ("obs_layout_hash", obs_layout_hash(), "observation layout hash"),
         ("action_space_hash", action_space_hash(), "action space hash"),
     ):
+        if fp and fp.get(key) in CONVERTIBLE_LAYOUTS and key == "obs_layout_hash":
+            raise CheckpointError(
+                f"{where}: it was written for {CONVERTIBLE_LAYOUTS[fp[key]]}; its policy reads the same features, "
+                f"so `python -m tcgleague.checkpoint convert {path}` rewrites it for this code"
+            )
         if fp and fp.get(key) != current:
             raise CheckpointError(f"{where}: {what} differs: checkpoint {short(fp.get(key))}, code {short(current)}")
     stored_arch = dict(state["policy_config"])

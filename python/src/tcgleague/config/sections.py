@@ -218,9 +218,8 @@ SECTIONS: dict[str, type] = {
     "wandb": WandbSection,
 }
 
-# Rows and rollout slots travel in float32 columns of the rollout's one upload (transfer.py),
-# which hold integers exactly below this.
-EXACT_INT_LIMIT = 2**24
+# Rows and rollout slots travel as int32 in the rollout's one upload (transfer.py).
+INDEX_LIMIT = 2**31
 SWITCHES = ("auto", "true", "false")  # a boolean key that also has "auto"
 PRECISIONS = ("fp32", "bf16")
 NAN_POLICIES = ("stop", "skip_batch")

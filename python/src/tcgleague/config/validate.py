@@ -19,7 +19,7 @@ from .sections import (
     CHECKPOINT_UNITS,
     COMPILE_MODES,
     DIST_BACKENDS,
-    EXACT_INT_LIMIT,
+    INDEX_LIMIT,
     LR_SCHEDULES,
     MAX_DIST_TIMEOUT,
     NAN_POLICIES,
@@ -106,10 +106,10 @@ def validate_base(cfg: Config, check: Check) -> None:
 
 
 def validate_env(cfg: Config, check: Check) -> None:
-    """[env]: sizes the engine can hold (int16 turns, float32-exact row counts)."""
+    """[env]: sizes the engine can hold (int16 turns, int32 row indices)."""
     e = cfg.env
     check(e.num_games >= 1, "env", "num_games", "must be >= 1 (e.g. 1024)")
-    limit = EXACT_INT_LIMIT // ROWS_PER_GAME  # its rows' indices travel in float32
+    limit = INDEX_LIMIT // ROWS_PER_GAME  # its rows' indices travel as int32
     check(e.num_games < limit, "env", "num_games", f"must be < {limit} (e.g. 1024)")
     check(1 <= e.turn_cap <= MAX_TURN_CAP, "env", "turn_cap", f"must be in [1, {MAX_TURN_CAP}] (e.g. 30)")
     check(
@@ -185,7 +185,7 @@ def validate_train_sizes(cfg: Config, check: Check) -> None:
         ("eval_games", 512),
     ):
         check(getattr(t, key) >= 1, "train", key, f"must be >= 1 (e.g. {example})")
-    check(t.batch_size < EXACT_INT_LIMIT, "train", "batch_size", f"must be < {EXACT_INT_LIMIT} (e.g. 32768)")
+    check(t.batch_size < INDEX_LIMIT, "train", "batch_size", f"must be < {INDEX_LIMIT} (e.g. 32768)")
     check(t.total_timesteps <= MAX_TIMESTEPS, "train", "total_timesteps", f"must be <= {MAX_TIMESTEPS:.0e} (e.g. 1e9)")
     if t.batch_size >= 1 and t.minibatch_size >= 1 and t.bptt_horizon >= 1:
         _check_batch_split(cfg, check)

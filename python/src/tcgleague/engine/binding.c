@@ -68,7 +68,7 @@ static int engine_init(EngineObject *self, PyObject *args, PyObject *kwds) {
     }
     Py_ssize_t rows = 2 * (Py_ssize_t)num_games;
     Py_ssize_t sizes[N_BUFS] = {4 * MAX_CARDS * CARD_FIELDS, 4 * (Py_ssize_t)n_decks * DECK_SIZE, 4 * n_decks,
-                                4 * 2 * n_decks, MAX_CARDS * CARD_NAME_LEN, 4 * rows * OBS_SIZE, 4 * rows, rows, rows, rows};
+                                4 * 2 * n_decks, MAX_CARDS * CARD_NAME_LEN, rows * OBS_BYTES, 4 * rows, rows, rows, rows};
     for (int i = 0; i < N_BUFS; i++)
         if (take_buffer(self, i, o[i], sizes[i], i >= B_OBS) < 0) return -1;
     Env *e = &self->env;
@@ -188,7 +188,7 @@ static PyObject *engine_greedy(EngineObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* lookahead(game, salt, obs float32 [MAX_LEGAL, OBS_SIZE], status int8 [MAX_LEGAL]) -> n_legal:
+/* lookahead(game, salt, obs uint8 [MAX_LEGAL, OBS_BYTES], status int8 [MAX_LEGAL]) -> n_legal:
  * for each legal action of the game's decider, where it leads (lookahead.c). */
 static PyObject *engine_lookahead(EngineObject *self, PyObject *args) {
     int i;
@@ -208,8 +208,8 @@ static PyObject *engine_lookahead(EngineObject *self, PyObject *args) {
         return PyErr_Format(PyExc_ValueError, "game %d is over: nothing to look ahead from", i);
     }
     int n = -1;
-    if (o.len == (Py_ssize_t)sizeof(float) * MAX_LEGAL * OBS_SIZE && s.len == MAX_LEGAL) {
-        memset(o.buf, 0, sizeof(float) * (size_t)g->n_legal * OBS_SIZE);
+    if (o.len == (Py_ssize_t)MAX_LEGAL * OBS_BYTES && s.len == MAX_LEGAL) {
+        memset(o.buf, 0, (size_t)g->n_legal * OBS_BYTES);
         Py_BEGIN_ALLOW_THREADS
         n = lookahead_game(&self->env, g, salt, o.buf, s.buf);
         Py_END_ALLOW_THREADS
@@ -217,8 +217,8 @@ static PyObject *engine_lookahead(EngineObject *self, PyObject *args) {
     PyBuffer_Release(&o);
     PyBuffer_Release(&s);
     if (n < 0)
-        return PyErr_Format(PyExc_ValueError, "lookahead buffers must be float32 [%d, %d] and int8 [%d]", MAX_LEGAL,
-                            OBS_SIZE, MAX_LEGAL);
+        return PyErr_Format(PyExc_ValueError, "lookahead buffers must be uint8 [%d, %d] and int8 [%d]", MAX_LEGAL,
+                            OBS_BYTES, MAX_LEGAL);
     return PyLong_FromLong(n);
 }
 
@@ -380,7 +380,7 @@ static PyMethodDef engine_methods[] = {
     {"step", (PyCFunction)engine_step, METH_O, "step(actions int32[rows,4]) -> None or (game, row, n_legal)"},
     {"greedy", (PyCFunction)engine_greedy, METH_VARARGS, "greedy(out int32[rows,4][, rows int64]): greedy bot actions for active rows"},
     {"lookahead", (PyCFunction)engine_lookahead, METH_VARARGS,
-     "lookahead(game, salt, obs f32[MAX_LEGAL, OBS_SIZE], status i8[MAX_LEGAL]) -> n_legal"},
+     "lookahead(game, salt, obs u8[MAX_LEGAL, OBS_BYTES], status i8[MAX_LEGAL]) -> n_legal"},
     {"set_deal", (PyCFunction)engine_set_deal, METH_VARARGS, "set_deal(game, seed, deck0, deck1, swapped)"},
     {"render", (PyCFunction)engine_render, METH_VARARGS, "render(game) -> str"},
     {"drain_episodes", (PyCFunction)engine_drain_episodes, METH_NOARGS, "-> (bytes, dropped)"},

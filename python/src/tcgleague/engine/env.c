@@ -34,7 +34,7 @@ static void open_decision(Env *env, Game *g, int game_index) {
     env->rewards[row] += env->shaping_coef * (phi - g->potential[d]);
     g->potential[d] = phi;
     env->masks[row] = 1;
-    write_observation(env, g, d, env->observations + (size_t)row * OBS_SIZE);
+    write_observation(env, g, d, env->observations + (size_t)row * OBS_BYTES);
 }
 
 /* Starts the next game of a row pair, continuing the game's own random stream. */
@@ -80,7 +80,7 @@ void c_init(Env *env) { build_card_obs(env); }
 
 void c_reset(Env *env, uint64_t seed) {
     clear_step_buffers(env);
-    memset(env->observations, 0, sizeof(float) * OBS_SIZE * 2 * (size_t)env->num_games);
+    memset(env->observations, 0, (size_t)OBS_BYTES * 2 * (size_t)env->num_games);
     for (int i = 0; i < env->num_games; i++) {
         Game *g = &env->games[i];
         g->rng = mix_seed(seed, (uint64_t)i);
@@ -91,7 +91,7 @@ void c_reset(Env *env, uint64_t seed) {
 /* Replaces game i with an explicit deal (used by evaluation's duplicate format and tests). */
 void c_set_deal(Env *env, int i, uint64_t seed, int deck0, int deck1, int swapped) {
     Game *g = &env->games[i];
-    memset(env->observations + (size_t)2 * i * OBS_SIZE, 0, sizeof(float) * 2 * OBS_SIZE);
+    memset(env->observations + (size_t)2 * i * OBS_BYTES, 0, 2 * (size_t)OBS_BYTES);
     env->masks[2 * i] = env->masks[2 * i + 1] = 0;
     env->rewards[2 * i] = env->rewards[2 * i + 1] = 0.0f;
     game_reset(env, g, seed, deck0, deck1, swapped);
@@ -145,7 +145,7 @@ int c_step(Env *env, const int32_t *actions) {
 /* Re-derives the legal list and observation of game i after its state was edited. */
 void c_reopen_decision(Env *env, int i) {
     Game *g = &env->games[i];
-    memset(env->observations + (size_t)2 * i * OBS_SIZE, 0, sizeof(float) * 2 * OBS_SIZE);
+    memset(env->observations + (size_t)2 * i * OBS_BYTES, 0, 2 * (size_t)OBS_BYTES);
     env->masks[2 * i] = env->masks[2 * i + 1] = 0;
     game_compute_legal(env, g);
     g->potential[g->decider] = 0.0f;

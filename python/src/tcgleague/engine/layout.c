@@ -92,6 +92,8 @@ PyObject *py_layout(PyObject *self, PyObject *args) {
     }
     int rc = 0;
     rc |= put_int(d, "obs_size", OBS_SIZE);
+    rc |= put_int(d, "obs_bytes", OBS_BYTES);
+    rc |= put_int(d, "obs_wide_count", OBS_WIDE_COUNT);
     rc |= put_int(d, "global_offset", OBS_GLOBAL_OFFSET);
     rc |= put_int(d, "global_size", GLOBAL_SIZE);
     rc |= put_int(d, "entity_offset", OBS_ENTITY_OFFSET);

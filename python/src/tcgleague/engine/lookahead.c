@@ -80,7 +80,7 @@ static Game public_copy(const Game *g, uint64_t salt) {
     return sim;
 }
 
-static int look_one(const Env *env, const Game *g, int i, uint64_t salt, float *obs) {
+static int look_one(const Env *env, const Game *g, int i, uint64_t salt, uint8_t *obs) {
     int me = g->decider;
     Game sim = public_copy(g, salt);
     game_apply(env, &sim, i);
@@ -95,8 +95,8 @@ static int look_one(const Env *env, const Game *g, int i, uint64_t salt, float *
 
 /* For each legal action i of game g: status[i] (LOOK_*) and, for LOOK_DECIDE, obs[i] = the
  * decider's observation at the start of its next turn. Returns the number of legal actions. */
-int lookahead_game(const Env *env, const Game *g, uint64_t salt, float *obs, int8_t *status) {
-    for (int i = 0; i < g->n_legal; i++) status[i] = (int8_t)look_one(env, g, i, salt, obs + (size_t)i * OBS_SIZE);
+int lookahead_game(const Env *env, const Game *g, uint64_t salt, uint8_t *obs, int8_t *status) {
+    for (int i = 0; i < g->n_legal; i++) status[i] = (int8_t)look_one(env, g, i, salt, obs + (size_t)i * OBS_BYTES);
     return g->n_legal;
 }
 
@@ -123,6 +123,9 @@ static void describe(const Game *g, int me, float *f) {
     f[FX_LOSS] = g->result == 1 - me;
 }
 
+/* An effect as stored (int8): whole numbers, saturated at +-127 (tcg.h). */
+static int8_t saturate_int8(float x) { return (int8_t)(x > 127.0f ? 127 : x < -127.0f ? -127 : (int)x); }
+
 /* `base` into `sim`, but for the legal list and the episode record, which a look never reads
  * (the action comes from the real game's list; the rules only ever write the record). */
 static void copy_for_look(Game *sim, const Game *base) {
@@ -135,7 +138,7 @@ static void copy_for_look(Game *sim, const Game *base) {
  * attack is seen landing; the rest of the turn is not played. The copy's hidden cards and rng
  * are drawn from the turn and seat alone, never from the game's own rng, so the observation
  * stays a function of what the decider sees: the consequences of its own move. */
-void action_effects(const Env *env, const Game *g, float *effects) {
+void action_effects(const Env *env, const Game *g, int8_t *effects) {
     int me = g->decider;
     float before[N_EFFECTS];
     describe(g, me, before);
@@ -143,8 +146,9 @@ void action_effects(const Env *env, const Game *g, float *effects) {
     for (int i = 0; i < g->n_legal; i++) {
         copy_for_look(&sim, &base);
         game_apply_look(env, &sim, g->legal[i], me);
-        float *f = effects + (size_t)i * N_EFFECTS;
-        describe(&sim, me, f);
-        for (int k = 0; k < N_EFFECTS; k++) f[k] -= before[k];
+        float after[N_EFFECTS];
+        describe(&sim, me, after);
+        int8_t *f = effects + (size_t)i * N_EFFECTS;
+        for (int k = 0; k < N_EFFECTS; k++) f[k] = saturate_int8(after[k] - before[k]);
     }
 }

@@ -81,7 +81,7 @@ enum { CF_TYPE, CF_FACTION, CF_COST, CF_ATTACK, CF_HEALTH, CF_KEYWORDS, CF_TRIGG
 enum { PH_MULLIGAN, PH_MAIN, PH_RESPONSE, PH_TARGET, N_PHASES };
 enum { RESULT_NONE = -1, RESULT_SEAT0 = 0, RESULT_SEAT1 = 1, RESULT_DRAW = 2 };
 
-/* ---- Observation layout (one flat float32 row per agent) ----------------------------- */
+/* ---- Observation layout: the features of one row, in order ---------------------------- */
 enum { G_TURN, G_MY_TURN, G_PHASE_MULLIGAN, G_PHASE_MAIN, G_PHASE_RESPONSE, G_PHASE_TARGET,
        G_MY_ENERGY, G_MY_MAX_ENERGY, G_OPP_ENERGY, G_OPP_MAX_ENERGY, G_MY_SPARK, G_OPP_SPARK,
        G_MY_HAND, G_OPP_HAND, G_MY_DECK, G_OPP_DECK, G_MY_DISCARD, G_OPP_DISCARD,
@@ -94,14 +94,24 @@ enum { EF_PRESENT, EF_CARD, EF_TYPE, EF_COST, EF_ATTACK, EF_HEALTH, EF_MAX_HEALT
        EF_WEAPON_ATTACK, EF_WEAPON_DURABILITY, EF_TEMP_ATTACK, EF_CAN_ACT, ENTITY_WIDTH };
 #define OBS_GLOBAL_OFFSET 0
 #define OBS_ENTITY_OFFSET (OBS_GLOBAL_OFFSET + GLOBAL_SIZE)
-#define OBS_LEGAL_OFFSET (OBS_ENTITY_OFFSET + N_ENTITIES * ENTITY_WIDTH)
 /* What each legal action does at once (lookahead.c: action_effects), as changes seen by the
  * decider: leader healths, each side's board attack, health and unit count, its hand, the game's end. */
 enum { FX_MY_LEADER_HEALTH, FX_OPP_LEADER_HEALTH, FX_MY_BOARD_ATTACK, FX_MY_BOARD_HEALTH, FX_MY_UNITS,
        FX_OPP_BOARD_ATTACK, FX_OPP_BOARD_HEALTH, FX_OPP_UNITS, FX_MY_HAND, FX_WIN, FX_LOSS, N_EFFECTS };
-#define OBS_LEGAL_COUNT_OFFSET (OBS_LEGAL_OFFSET + MAX_LEGAL * ACTION_WIDTH)
-#define OBS_EFFECTS_OFFSET (OBS_LEGAL_COUNT_OFFSET + 1)
+#define OBS_LEGAL_COUNT_OFFSET (OBS_ENTITY_OFFSET + N_ENTITIES * ENTITY_WIDTH)  /* how many legal tuples */
+#define OBS_LEGAL_OFFSET (OBS_LEGAL_COUNT_OFFSET + 1)                         /* the tuples */
+#define OBS_EFFECTS_OFFSET (OBS_LEGAL_OFFSET + MAX_LEGAL * ACTION_WIDTH)
 #define OBS_SIZE (OBS_EFFECTS_OFFSET + MAX_LEGAL * N_EFFECTS)
+/* Every feature is a small integer, stored in the narrowest type that holds it exactly: the
+ * features up to the legal count (healths, card ids, counts; the count reaches MAX_LEGAL) as
+ * int16, then the legal tuples and the effects as int8 (an effect saturates at +-127; the
+ * largest seen in 100k random positions is 73). One row is OBS_BYTES bytes, even, so the int16
+ * part of every row stays aligned; the features are that row read as int16 then int8, in order. */
+#define OBS_WIDE_COUNT OBS_LEGAL_OFFSET               /* int16 features, from the row's start */
+#define OBS_NARROW_COUNT (OBS_SIZE - OBS_WIDE_COUNT)  /* int8 features, after them */
+#define OBS_BYTES (2 * OBS_WIDE_COUNT + OBS_NARROW_COUNT)
+_Static_assert(N_ACTION_TYPES <= 127 && N_A <= 127 && N_B <= 127 && N_C <= 127, "legal tuples are int8");
+_Static_assert(OBS_BYTES % 2 == 0, "an observation row keeps its int16 part aligned");
 
 /* ---- Game state ------------------------------------------------------------------------ */
 typedef struct {
@@ -164,8 +174,8 @@ typedef struct {
     const char *card_names;     /* [MAX_CARDS][CARD_NAME_LEN], for the renderer */
     int turn_cap;
     float shaping_coef;
-    float card_obs[MAX_CARDS][ENTITY_WIDTH]; /* static entity features per card id (c_init) */
-    float *observations;        /* [2 * num_games][OBS_SIZE] */
+    int16_t card_obs[MAX_CARDS][ENTITY_WIDTH]; /* static entity features per card id (c_init) */
+    uint8_t *observations;      /* [2 * num_games][OBS_BYTES] */
     float *rewards;
     uint8_t *terminals, *truncations, *masks;
     EpisodeStat episode_log[EPISODE_LOG_CAP];
@@ -187,15 +197,15 @@ int ent_to_loc(int viewer, int ent, int *seat, int *slot);
 int loc_to_ent(int viewer, int seat, int slot);
 int unit_attack_value(const Unit *u);
 /* observe.c */
-void write_observation(const Env *env, const Game *g, int viewer, float *obs);
+void write_observation(const Env *env, const Game *g, int viewer, uint8_t *obs);
 /* greedy.c */
 int greedy_choice(const Env *env, const Game *g);
 /* lookahead.c: what each legal action of g's decider leads to (status, and its next observation);
  * LOOK_WAIT: the decider's next turn not reached within the moves played out */
 enum { LOOK_DECIDE, LOOK_WIN, LOOK_LOSS, LOOK_DRAW, LOOK_WAIT, N_LOOK };
-int lookahead_game(const Env *env, const Game *g, uint64_t salt, float *obs, int8_t *status);
+int lookahead_game(const Env *env, const Game *g, uint64_t salt, uint8_t *obs, int8_t *status);
 /* lookahead.c: the N_EFFECTS changes each legal action of g's decider makes at once, [n_legal][N_EFFECTS] */
-void action_effects(const Env *env, const Game *g, float *effects);
+void action_effects(const Env *env, const Game *g, int8_t *effects);
 /* position.c: a flat int32 view of one game, for hand-built test positions */
 int position_size(void);
 void position_export(const Game *g, int32_t *out);

@@ -125,7 +125,7 @@ class FrozenPool:
     @torch.no_grad()
     def act_members(self, obs: np.ndarray, rows_by_member: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Actions int32 [len(rows), 4] per member for its env rows (distinct ids across all
-        members) of the full observation array `obs` [num_rows, obs_size]."""
+        members) of the full observation array `obs` [num_rows, OBS_BYTES]."""
         slot = {m: k for k, m in enumerate(self.members)}
         rows_by_member = {m: np.asarray(r, dtype=np.int64) for m, r in rows_by_member.items()}
         out = {m: np.zeros((len(r), ACTION_WIDTH), dtype=np.int32) for m, r in rows_by_member.items()}
@@ -154,7 +154,7 @@ class FrozenPool:
         rank = np.argsort(np.argsort(rows))  # draws go to rows in ascending row order
         indices, rows_obs = np.stack([slots, positions, rows, rank]), obs[rows]
         s, p, r, rank = torch.from_numpy(indices).to(dev)  # one copy up
-        o = torch.zeros(members, size, obs.shape[1], device=dev)
+        o = torch.zeros(members, size, obs.shape[1], dtype=torch.uint8, device=dev)  # compact rows
         o[s, p] = torch.from_numpy(rows_obs).to(dev)
         h = torch.zeros(members, size, state.h.shape[1], device=dev)
         c = torch.zeros_like(h)

@@ -6,7 +6,7 @@ no data-dependent shapes (masking only), so it runs under `torch.compile` with f
 
 Shapes (`...` = any leading batch dims, N = n_entities + 1 rows, the last being the learned
 NONE row at index `none_entity`):
-    encode(obs [..., obs_size])           -> x [..., H], ent [..., N, D]
+    encode(obs [..., OBS_SIZE] features)  -> x [..., H], ent [..., N, D]
     step(x [B, H], (h, c))                -> out [B, H], (h, c)
     value(out [..., H])                   -> [...]
     type_logits(out)                      -> [..., n_action_types]
@@ -104,7 +104,6 @@ class TCGPolicy(nn.Module):
 
     def _read_layout(self) -> None:
         L, config = LAYOUT, self.config
-        self.obs_size = L["obs_size"]
         self.n_entities = L["n_entities"]
         self.entity_width = L["entity_width"]
         self.entity_offset = L["entity_offset"]

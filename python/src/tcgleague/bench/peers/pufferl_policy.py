@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...env import observation_space
+from ...env import feature_space
 from ...layout import COUNT, MAX_LEGAL
 from .shared import LegalIndexActor, sample_masked
 
@@ -75,7 +75,7 @@ class PeerLSTM(nn.Module):
     """PuffeRL's policy interface: `forward_eval(obs, state)` for one step (LSTM state in
     `state`), `forward(obs [segments, horizon, ...], state)` over whole BPTT segments."""
 
-    def __init__(self, obs_size: int = observation_space().shape[0], hidden_size: int = HIDDEN):
+    def __init__(self, obs_size: int = feature_space().shape[0], hidden_size: int = HIDDEN):
         super().__init__()
         self.hidden_size = hidden_size
         self.encoder = nn.Sequential(nn.Linear(obs_size, 160), nn.ReLU(), nn.Linear(160, hidden_size), nn.ReLU())

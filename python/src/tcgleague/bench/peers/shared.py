@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...layout import MAX_LEGAL, legal_actions
+from ...layout import MAX_LEGAL, features_np, legal_actions
 from ...match import bot_side, play_match
 from ...rng import stream_seed
 
@@ -76,7 +76,7 @@ def sample_masked(logits: torch.Tensor, masks: torch.Tensor, generator: torch.Ge
 
 
 class LegalIndexActor:
-    """A peer's policy as an `actors.Actor`: `choose(obs, masks, rows)` returns an index into
+    """A peer's policy as an `actors.Actor`: `choose(features, masks, rows)` returns an index into
     each row's legal list, which becomes that row's action tuple; `reset(rows)` forgets the
     rows' recurrent state (for a stateless policy, nothing)."""
 
@@ -86,7 +86,7 @@ class LegalIndexActor:
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         mine = obs[rows]
         legal, count = legal_actions(mine)
-        index = np.asarray(self.choose(mine, legal_masks(count), rows))
+        index = np.asarray(self.choose(features_np(mine), legal_masks(count), rows))
         if ((index < 0) | (index >= count)).any():
             raise RuntimeError(f"{self.name} chose an index outside the legal list")
         return legal[np.arange(len(rows)), index]

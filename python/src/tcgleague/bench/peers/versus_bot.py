@@ -13,8 +13,8 @@ import gymnasium
 import numpy as np
 
 from ...bots import GREEDY, make_bot
-from ...env import TCGEnv, observation_space
-from ...layout import ACTION_WIDTH, DEFAULT_TURN_CAP, MAX_LEGAL, legal_actions
+from ...env import TCGEnv, feature_space
+from ...layout import ACTION_WIDTH, DEFAULT_TURN_CAP, MAX_LEGAL, features_np, legal_actions
 from ...rng import stream_seed
 from .shared import legal_masks
 
@@ -26,11 +26,11 @@ class VersusBot(gymnasium.Env):
         super().__init__()
         self.env = TCGEnv(num_games=1, seed=seed, turn_cap=turn_cap)
         self.bot = make_bot(bot, self.env, stream_seed(seed, "second_side"))
-        self.observation_space = observation_space()
+        self.observation_space = feature_space()  # the peers' MLPs read float features
         self.action_space = gymnasium.spaces.Discrete(MAX_LEGAL)
         self.seed_value, self.games = seed, 0
         self.seat = 0
-        self.obs = np.zeros((2, self.observation_space.shape[0]), dtype=np.float32)
+        self.obs = np.zeros_like(self.env.observations)
         self.actions = np.zeros((2, ACTION_WIDTH), dtype=np.int32)
 
     def reset(self, seed: int | None = None, options: dict | None = None):
@@ -45,7 +45,7 @@ class VersusBot(gymnasium.Env):
         reward, done = self._bot_moves()
         if done:  # the bot cannot end a game before the agent's first move; a guard, not a path
             raise RuntimeError("the game ended before the agent's first decision")
-        return self.obs[self.seat].copy(), {}
+        return features_np(self.obs[self.seat]), {}
 
     def action_masks(self) -> np.ndarray:
         return legal_masks(legal_actions(self.obs[self.seat][None])[1])[0]
@@ -58,7 +58,7 @@ class VersusBot(gymnasium.Env):
         if not done:
             more, done = self._bot_moves()
             reward += more
-        return self.obs[self.seat].copy(), reward, done, False, {}
+        return features_np(self.obs[self.seat]), reward, done, False, {}
 
     def _deciding_row(self) -> int:
         return int(np.flatnonzero(self.env.masks)[0])
