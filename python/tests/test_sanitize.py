@@ -49,7 +49,7 @@ DRIVER = textwrap.dedent("""
     assert episodes > 1000, episodes
     # 2. greedy bot in both seats, then greedy vs random, short turn cap (truncations); lookaheads
     env = TCGEnv(num_games=64, seed=2, turn_cap=8)
-    next_obs = np.zeros((tcgleague.engine.LAYOUT["max_legal"], tcgleague.engine.LAYOUT["obs_size"]), np.float32)
+    next_obs = np.zeros((tcgleague.engine.LAYOUT["max_legal"], tcgleague.engine.LAYOUT["obs_bytes"]), np.uint8)
     status = np.zeros(tcgleague.engine.LAYOUT["max_legal"], np.int8)
     obs, _ = env.reset()
     for step in range(300):
