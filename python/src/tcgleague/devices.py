@@ -2,6 +2,7 @@
 
     [base] device  = auto | cpu | cuda | cuda:N    auto = cuda when torch sees a GPU, else cpu
     [train] compile = auto | true | false          auto = on for CUDA, off on the CPU
+    [env] overlap   = auto | true | false          auto = on for CUDA (native backend), off on the CPU
 
 On CUDA, compiling with `reduce-overhead` turns the PPO step and the rollout's decision step
 into CUDA-graph replays, which removes the per-kernel launch cost that otherwise dominates at
@@ -41,6 +42,16 @@ def compile_mode_for(cfg: Config, device: torch.device) -> str | None:
     t = cfg.train
     on = t.compile == "true" or (t.compile == "auto" and device.type == "cuda")
     return t.compile_mode if on else None
+
+
+def env_parts(cfg: Config, device: torch.device) -> int:
+    """How many parts of the games take turns in the rollout (vecenv.GameParts): 2 with overlap
+    (the engine steps one half while the learner decides for the other), else 1. auto turns it on
+    where the model runs on another chip than the engine: on CUDA. On the CPU the model and the
+    engine would share the same cores (and the model is most of the time), so auto leaves it off."""
+    e = cfg.env
+    auto = device.type == "cuda" and cfg.vec.backend == "native" and e.num_games >= 2
+    return 2 if e.overlap == "true" or (e.overlap == "auto" and auto) else 1
 
 
 CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes that record CUDA graphs

@@ -186,14 +186,26 @@ class TCGEnv(pufferlib.PufferEnv):
 
     def step(self, actions):
         actions = checked_actions(actions, self.masks.astype(bool))
-        refused = self.engine.step(actions)
+        self.raise_if_refused(self.engine.step(actions), actions)
+        return self.observations, self.rewards, self.terminals, self.truncations, self.episode_infos()
+
+    def checked_game_actions(self, actions, games: range) -> np.ndarray:
+        """`checked_actions` for the rows of `games` only (the others are sent as zeros, and
+        their rows are not read: another range of games may be stepping)."""
+        active = np.zeros(self.num_agents, dtype=bool)
+        rows = slice(rows_of(games.start), rows_of(games.stop))
+        active[rows] = self.masks[rows]
+        return checked_actions(actions, active)
+
+    @staticmethod
+    def raise_if_refused(refused: tuple | None, actions: np.ndarray) -> None:
+        """The engine's refusal of a step (game, row, n legal), if any, as an IllegalActionError."""
         if refused is not None:
             game, row, n_legal = refused
             raise IllegalActionError(
                 f"game {game} (row {row}, seat {seat_of(row)}): action {tuple(int(x) for x in actions[row])} is not "
                 f"legal; the game has {n_legal} legal actions (see the legal list in its observation)"
             )
-        return self.observations, self.rewards, self.terminals, self.truncations, self._episode_infos()
 
     def set_reward_shaping(self, coef: float) -> None:
         self.engine.set_shaping(float(coef))
@@ -208,7 +220,8 @@ class TCGEnv(pufferlib.PufferEnv):
     def close(self):
         pass
 
-    def _episode_infos(self) -> list[dict]:
+    def episode_infos(self) -> list[dict]:
+        """The records of the games that ended since the last call (the engine's log, drained)."""
         raw, dropped = self.engine.drain_episodes()
         if not raw or not self.log_episodes:
             return []

@@ -12,6 +12,7 @@ step would force a sync (and a re-record) every minibatch.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ import torch.nn as nn
 
 from .devices import mark_static
 from .dist import SINGLE, Dist
+from .errors import NonFiniteError
 from .layout import effects_from_obs, features, legal_from_obs
 from .rollout import Batch
 
@@ -268,3 +270,21 @@ def lr_lambda(schedule: str, total_epochs: int) -> Callable[[int], float]:
     if schedule == "cosine":
         return lambda epoch: 0.5 * (1.0 + math.cos(math.pi * min(epoch, total_epochs) / total_epochs))
     return lambda epoch: max(0.0, 1.0 - epoch / total_epochs)
+
+
+def rolled_back_update(nan_policy: str, where: str, warn: bool) -> None:
+    """An update was rolled back (a non-finite loss, gradient or weight) at `where` (epoch, step,
+    minibatch step): raise NonFiniteError, or with [train] nan_policy = skip_batch say (when
+    `warn`: rank 0 speaks for every rank, all dropped it) that the epoch's batch was dropped."""
+    where = f"{where} of the update: non-finite loss, gradient or weights"
+    if nan_policy == "stop":
+        raise NonFiniteError(
+            f"{where}. The update was rolled back and nothing of this epoch is saved: the newest checkpoint "
+            "is the last good one. Lower [train] learning_rate or max_grad_norm, or set [train] nan_policy = "
+            "skip_batch to drop such batches"
+        )
+    if warn:
+        print(
+            f"[train] WARNING: {where}; this epoch's batch was dropped ([train] nan_policy = skip_batch)",
+            file=sys.stderr,
+        )

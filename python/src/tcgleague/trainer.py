@@ -15,7 +15,6 @@ state: only its own methods (`restart_at`, `load_state_dict`, ...) write its fie
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Callable
 
@@ -24,10 +23,9 @@ import torch
 
 from .anneal import anneal_values, anneals_from_config
 from .config import Config
-from .devices import compile_mode_for, loss_compile_mode
+from .devices import compile_mode_for, env_parts, loss_compile_mode
 from .dist import SINGLE, Dist, reduce_epoch, weights_digest
 from .env import summarize_episodes
-from .errors import NonFiniteError
 from .layout import ACTION_WIDTH, PASS
 from .learner import LearnerSizes, build_learner
 from .logger import Dashboard, RunLogger
@@ -35,11 +33,11 @@ from .match import evaluate_vs_bots
 from .opponent_side import OpponentSide
 from .policy.tcg_policy import TCGPolicy, strip_compile_prefix, unwrap
 from .policy.tcg_sampler import TCGSampler
-from .ppo import lr_lambda
+from .ppo import lr_lambda, rolled_back_update
 from .rng import global_state, set_global_state, stream_seed
 from .run_state import job_state, rank_part, restore_games, restore_sampling_stream
-from .transfer import StepTransfer
-from .vecenv import VecEnv
+from .transfer import StepTransfer, rollout_perf
+from .vecenv import GameParts, VecEnv
 
 
 class Trainer:
@@ -83,7 +81,8 @@ class Trainer:
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
         self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
-        self.transfer = StepTransfer(env.num_games, device)
+        self.parts = GameParts(env, env_parts(cfg, device))  # 2 with [env] overlap: they take turns
+        self.transfers = [StepTransfer(len(games), device) for games in self.parts.games]  # one per part
         self.episode_start = np.ones(env.num_rows, dtype=bool)
         self.actions = np.zeros((env.num_rows, ACTION_WIDTH), dtype=np.int32)
         self.global_step = 0
@@ -124,25 +123,33 @@ class Trainer:
         The learner decides for the deciding row of every game each step (a fixed shape, so a
         compiled step replays one graph); the rows it does not play are simply not stored. Per
         step one copy goes up and one comes back (transfer.py); statistics stay on the device
-        until the epoch ends."""
+        until the epoch ends.
+
+        With `[env] overlap` the games are two parts that take turns (vecenv.GameParts): the
+        engine steps one part on its thread while the learner decides for the other, each part
+        its own transfer and fixed shape."""
         if self.obs is None:
             self.obs = self.env.reset(self.seed)
             self.opponents.start(self.global_step)
-        buffer, actor = self.learner.buffer, self.learner.actor
+        buffer, actor, parts = self.learner.buffer, self.learner.actor, self.parts
         buffer.start_epoch()
         infos, decisions, steps, env_s, opponents_s = [], 0, 0, 0.0, 0.0
         entropy_sum = torch.zeros((), device=self.device)
         noops = torch.zeros((), dtype=torch.long, device=self.device)
+        part = 0
         while not buffer.full:
-            rows = np.flatnonzero(self.env.masks)
-            if len(rows) != self.env.num_games:
-                raise RuntimeError(f"{len(rows)} deciding rows for {self.env.num_games} games: expected one per game")
+            rows = parts.deciding_rows(part)
+            if len(rows) != len(parts.games[part]):
+                raise RuntimeError(
+                    f"{len(rows)} deciding rows for {len(parts.games[part])} games: expected one per game"
+                )
             mine, theirs = self.opponents.split(rows)
             mine_slots = buffer.reserve_fitting(mine, self.episode_start[mine])
             at = np.searchsorted(rows, mine)  # mine's positions among the deciding rows
             slots = np.full(len(rows), buffer.capacity)
             slots[at] = mine_slots
-            obs, rows_dev, slots_dev, starts = self.transfer.upload(self.obs, rows, slots, self.episode_start[rows])
+            transfer = self.transfers[part]
+            obs, rows_dev, slots_dev, starts = transfer.upload(self.obs, rows, slots, self.episode_start[rows])
             d = actor.decide(obs, rows_dev, params, episode_start=starts)
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
             buffer.drop_unstored(mine, mine_slots, d.value, at)
@@ -150,30 +157,40 @@ class Trainer:
             entropy_sum += torch.where(stored, d.entropy, 0.0).sum()
             noops += ((d.actions[:, 0] == PASS) & stored).sum()
             decisions += int((mine_slots < buffer.capacity).sum())
-            self.actions[rows] = self.transfer.download(d.actions)
+            self.actions[rows] = transfer.download(d.actions)
             acting = time.perf_counter()
             self.actions[theirs] = self.opponents.act(self.obs, theirs)
             stepping = time.perf_counter()
             self.episode_start[rows] = False
-            self.obs, rewards, terminals, truncations, step_infos = self.env.step(self.actions)
+            infos += self.settle(parts.finish(), decisions)  # the part stepping while this one decided
+            parts.start(part, self.actions)
+            if parts.count == 1:
+                infos += self.settle(parts.finish(), decisions)
             env_s += time.perf_counter() - stepping
             opponents_s += stepping - acting
-            steps += 1
-            done = terminals | truncations
-            events = np.flatnonzero((rewards != 0) | done)
-            learner = self.opponents.after_step(
-                rewards, terminals, truncations, step_infos, self.global_step + decisions
-            )
-            events = events[learner[events]]  # credit learner rows only, as they were during this step
-            buffer.credit(events, rewards[events], terminals[events], truncations[events])
-            self.episode_start[done] = True  # the learner's state for these rows restarts at their next decision
-            infos.extend(step_infos)
+            steps, part = steps + 1, (part + 1) % parts.count
+        infos += self.settle(parts.finish(), decisions)
         self.bootstrap_pending()
         self.global_step += decisions
         stats = summarize_episodes(infos)
         stats["sampler/rollout_entropy"] = float(entropy_sum) / max(1, decisions)
         stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that PASS
-        return stats | self.transfer.rollout_perf(steps, env_s, opponents_s)
+        return stats | rollout_perf(self.transfers, steps / parts.count, env_s, opponents_s)
+
+    def settle(self, stepped: tuple | None, decisions: int) -> list[dict]:
+        """An env step's results (GameParts.finish; None: nothing was stepping): the opponent
+        side's bookkeeping, the learner's rewards credited to its stored steps, its rows' episode
+        starts flagged. Returns the records of the games that ended."""
+        if stepped is None:
+            return []
+        self.obs, rewards, terminals, truncations, step_infos = stepped
+        done = terminals | truncations
+        events = np.flatnonzero((rewards != 0) | done)
+        learner = self.opponents.after_step(rewards, terminals, truncations, step_infos, self.global_step + decisions)
+        events = events[learner[events]]  # credit learner rows only, as they were during this step
+        self.learner.buffer.credit(events, rewards[events], terminals[events], truncations[events])
+        self.episode_start[done] = True  # the learner's state for these rows restarts at their next decision
+        return step_infos
 
     def bootstrap_pending(self) -> None:
         """The pending steps of the learner rows deciding now (mid-game) get the value of the
@@ -197,27 +214,11 @@ class Trainer:
         metrics = self.learner.updater.update(batch, params, self.loss_coefs(), self.learner.generator)
         self.scheduler.step()
         if metrics["losses/update_rolled_back"]:
-            self.nonfinite_update(int(metrics["losses/first_nonfinite_step"]))
+            where = f"epoch {self.epoch + 1} (global_step {self.global_step}), minibatch step"
+            rolled_back_update(
+                self.cfg.train.nan_policy, f"{where} {int(metrics['losses/first_nonfinite_step'])}", self.dist.is_main
+            )
         return metrics
-
-    def nonfinite_update(self, step: int) -> None:
-        """The update was rolled back (a non-finite loss, gradient or weight): stop, or with
-        [train] nan_policy = skip_batch drop this epoch's batch and go on."""
-        where = (
-            f"epoch {self.epoch + 1} (global_step {self.global_step}), minibatch step {step} of the update: "
-            "non-finite loss, gradient or weights"
-        )
-        if self.cfg.train.nan_policy == "stop":
-            raise NonFiniteError(
-                f"{where}. The update was rolled back and nothing of this epoch is saved: the newest checkpoint "
-                "is the last good one. Lower [train] learning_rate or max_grad_norm, or set [train] nan_policy = "
-                "skip_batch to drop such batches"
-            )
-        if self.dist.is_main:  # every rank dropped it
-            print(
-                f"[train] WARNING: {where}; this epoch's batch was dropped ([train] nan_policy = skip_batch)",
-                file=sys.stderr,
-            )
 
     def loss_coefs(self) -> torch.Tensor:
         """(clip, vf_coef, vf_clip, ent_coef) as the tensor the loss takes (annealing never recompiles)."""

@@ -62,17 +62,6 @@ class StepTransfer:
         v = self.values
         return self.obs, v[ROW].long(), v[SLOT].long(), v[START] > 0
 
-    def rollout_perf(self, steps: int, env_seconds: float, opponents_seconds: float) -> dict[str, float]:
-        """An epoch's rollout figures: its env steps, the host seconds spent in the env and in the
-        opponents' actions (clocks only, no device sync), and this boundary's bytes per step."""
-        return {
-            "perf/env_steps": float(steps),
-            "perf/env_seconds": env_seconds,
-            "perf/opponents_act_seconds": opponents_seconds,
-            "perf/bytes_up_per_step": float(self.bytes_up),
-            "perf/bytes_down_per_step": float(self.bytes_down),
-        }
-
     def download(self, actions: torch.Tensor) -> np.ndarray:
         """The actions as int32 numpy [num_games, ACTION_WIDTH] (a buffer reused every step)."""
         self.actions.copy_(actions.to(torch.int32), non_blocking=True)
@@ -80,6 +69,21 @@ class StepTransfer:
             self.ready.record(torch.cuda.current_stream(self.device))
             self.ready.synchronize()
         return self.actions_np
+
+
+def rollout_perf(
+    transfers: list[StepTransfer], steps: float, env_seconds: float, opponents_seconds: float
+) -> dict[str, float]:
+    """An epoch's rollout figures: its env steps (every game stepped once), the host seconds in
+    the env (with overlap: waiting for it) and in the opponents' actions (clocks only, no device
+    sync), and the bytes up and down per env step (one transfer per part of the games)."""
+    return {
+        "perf/env_steps": float(steps),
+        "perf/env_seconds": env_seconds,
+        "perf/opponents_act_seconds": opponents_seconds,
+        "perf/bytes_up_per_step": float(sum(t.bytes_up for t in transfers)),
+        "perf/bytes_down_per_step": float(sum(t.bytes_down for t in transfers)),
+    }
 
 
 class Traffic:

@@ -1,13 +1,17 @@
 """One stepping interface over the three ways to run TCGEnv: natively in-process (one C call
-for every game), or through pufferlib.vector's Serial / Multiprocessing backends."""
+for every game), or through pufferlib.vector's Serial / Multiprocessing backends; and the
+trainer's parts of the games that take turns (`GameParts`: the env steps one part while the
+learner decides for another)."""
 
 from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pufferlib.vector
 import torch
 
-from .env import TCGEnv, game_of
+from .env import TCGEnv, game_of, rows_of
 
 
 class VecEnv:
@@ -108,3 +112,58 @@ class VecEnv:
 
     def close(self) -> None:
         (self._env or self._vec).close()
+
+
+class GameParts:
+    """The games in `count` contiguous parts that take turns (EnvPool's and PufferLib's async
+    pattern; Metta's async_factor = 2): `start(k, actions)` steps part k's games on a thread of
+    its own and returns at once, so the learner decides for another part while the engine works;
+    `finish()` waits for it. The engine only reads and writes the stepping part's games and rows
+    (c_step_games), and nothing else touches the engine until `finish`, so the parts never race.
+    With one part, `start` steps every game inline: the plain loop, step for step.
+
+    finish() -> (obs, rewards, terminals, truncations, infos), the arrays full-size with zeros
+    outside the part, so the caller's row bookkeeping needs no offsets; None if nothing was
+    started since the last finish."""
+
+    def __init__(self, env: VecEnv, count: int):
+        if count > 1 and env.engine_env is None:
+            raise ValueError(f"{count} parts stepping in turn need the native backend (one engine), not {env.backend}")
+        if not 1 <= count <= env.num_games:
+            raise ValueError(f"{count} parts of {env.num_games} games: need 1 <= parts <= games")
+        bounds = [env.num_games * k // count for k in range(count + 1)]
+        self.env, self.count = env, count
+        self.games = [range(a, b) for a, b in zip(bounds, bounds[1:])]
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="env-step") if count > 1 else None
+        self.pending: tuple[int, np.ndarray, Future] | None = None
+        self.stepped: tuple | None = None
+
+    def deciding_rows(self, part: int) -> np.ndarray:
+        """The deciding row of each of the part's games (env row ids, game order)."""
+        lo, hi = rows_of(self.games[part].start), rows_of(self.games[part].stop)
+        return lo + np.flatnonzero(self.env.masks[lo:hi])
+
+    def start(self, part: int, actions: np.ndarray) -> None:
+        if self.thread is None:
+            self.stepped = self.env.step(actions)
+            return
+        env, games = self.env.engine_env, self.games[part]
+        checked = env.checked_game_actions(actions, games)  # a copy: the caller may write `actions` meanwhile
+        self.pending = (part, checked, self.thread.submit(env.engine.step, checked, games.start, games.stop))
+
+    def finish(self) -> tuple | None:
+        if self.thread is None:
+            stepped, self.stepped = self.stepped, None
+            return stepped
+        if self.pending is None:
+            return None
+        (part, checked, future), self.pending = self.pending, None
+        env = self.env.engine_env
+        env.raise_if_refused(future.result(), checked)
+        rows = slice(rows_of(self.games[part].start), rows_of(self.games[part].stop))
+        out = []
+        for full in (env.rewards, env.terminals, env.truncations):
+            part_only = np.zeros_like(full)
+            part_only[rows] = full[rows]
+            out.append(part_only)
+        return (env.observations, *out, env.episode_infos())

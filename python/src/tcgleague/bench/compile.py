@@ -14,6 +14,7 @@ from torch._dynamo.utils import counters
 
 from ..actors import PolicyActor
 from ..ppo import PPOUpdater, UpdateSettings
+from ..transfer import ROW
 from .common import GraphRecordings, build_trainer, print_table, timed
 
 ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the config
@@ -89,8 +90,8 @@ def run(args: argparse.Namespace) -> dict:
     batch = trainer.learner.buffer.pack(t.gamma, t.gae_lambda)
     coefs = trainer.loss_coefs()
 
-    games = trainer.env.num_games
-    obs, rows = trainer.transfer.obs, torch.arange(games, device=device) * 2  # the rollout's own input tensor
+    first = trainer.transfers[0]  # the rollout's own input tensors (its first part's, with overlap)
+    obs, rows = first.obs, first.values[ROW].long()
     kinds = _contenders(trainer, batch, mode)
     for u in kinds["step"].values():
         u.load_minibatch(batch, torch.arange(u.settings.minibatch_segments, device=device))
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> dict:
         "compile_mode": mode,
         "warmup_seconds": warmup_seconds,
         "minibatch_size": t.minibatch_size,
-        "num_games": games,
+        "num_games": trainer.env.num_games,
         "precision": t.precision,
         "device": str(device),
     }

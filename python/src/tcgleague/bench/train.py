@@ -24,11 +24,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 @torch.no_grad()
 def rollout_compute_seconds(trainer, steps: int) -> float:
     """The rollout's model work alone: `steps` learner decisions (the trainer's own, possibly
-    compiled, step) for every game, on the last step's upload (the very tensors the rollout
-    feeds it, so a compiled step replays rather than compiling anew)."""
-    obs, rows = trainer.transfer.obs, trainer.transfer.values[ROW].long()
+    compiled, step) for every game - each part's, with overlap - on the last step's uploads (the
+    very tensors the rollout feeds it, so a compiled step replays rather than compiling anew)."""
+    uploads = [(t.obs, t.values[ROW].long()) for t in trainer.transfers]
     params = trainer.sampler.params_tensor(trainer.device)
-    return timed(trainer.device, lambda: trainer.learner.actor.decide(obs, rows, params), steps)
+
+    def decide_every_game() -> None:
+        for obs, rows in uploads:
+            trainer.learner.actor.decide(obs, rows, params)
+
+    return timed(trainer.device, decide_every_game, steps)
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -100,6 +100,7 @@ class EnvSection:
     reward_shaping: float = 0.0
     deck_pool: str = ""  # "" = uniform starter decks; else a JSON path
     num_threads: int = 1  # engine threads per step (results identical for any value)
+    overlap: str = "auto"  # auto | true | false: two halves of the games take turns (auto = on for cuda)
 
 
 @dataclass

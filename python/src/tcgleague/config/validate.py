@@ -118,6 +118,10 @@ def validate_env(cfg: Config, check: Check) -> None:
         "num_threads",
         f"must be in [1, {MAX_THREADS}] (e.g. 1, or the cores you can spare: this machine has {os.cpu_count()})",
     )
+    check(e.overlap in SWITCHES, "env", "overlap", f"must be one of {', '.join(SWITCHES)} (auto = on for cuda)")
+    if e.overlap == "true":
+        check(cfg.vec.backend == "native", "env", "overlap", "true needs [vec] backend = native (one engine)")
+        check(e.num_games >= 2, "env", "overlap", "true needs [env] num_games >= 2 (two halves)")
 
 
 def validate_vec(cfg: Config, check: Check) -> None:

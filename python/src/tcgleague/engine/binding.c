@@ -115,10 +115,14 @@ static PyObject *engine_reset(EngineObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* step(actions) -> None, or (game, row, n_legal) when an active row's action is not legal
+/* step(actions[, lo, hi]) -> None, or (game, row, n_legal) when an active row's action is not legal
  * (nothing moved in that case; the Python side raises with the details). */
-static PyObject *engine_step(EngineObject *self, PyObject *arg) {
-    if (check_game(self, 0) < 0) return NULL;
+static PyObject *engine_step(EngineObject *self, PyObject *args) {
+    PyObject *arg;
+    int lo = 0, hi = self->env.num_games;
+    if (!PyArg_ParseTuple(args, "O|ii", &arg, &lo, &hi) || check_game(self, 0) < 0) return NULL;
+    if (lo < 0 || hi > self->env.num_games || lo >= hi)
+        return PyErr_Format(PyExc_ValueError, "games [%d, %d) is not a range within [0, %d)", lo, hi, self->env.num_games);
     Py_buffer b;
     if (PyObject_GetBuffer(arg, &b, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     Py_ssize_t need = 4 * 2 * (Py_ssize_t)self->env.num_games * ACTION_WIDTH;
@@ -129,7 +133,7 @@ static PyObject *engine_step(EngineObject *self, PyObject *arg) {
     }
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = c_step(&self->env, b.buf);
+    rc = c_step_games(&self->env, b.buf, lo, hi);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
     if (rc == 0) Py_RETURN_NONE;
@@ -377,7 +381,8 @@ static PyObject *engine_set_state(EngineObject *self, PyObject *arg) {
 
 static PyMethodDef engine_methods[] = {
     {"reset", (PyCFunction)engine_reset, METH_VARARGS, "reset(seed): start a fresh game in every slot"},
-    {"step", (PyCFunction)engine_step, METH_O, "step(actions int32[rows,4]) -> None or (game, row, n_legal)"},
+    {"step", (PyCFunction)engine_step, METH_VARARGS,
+     "step(actions int32[rows,4][, lo, hi]) -> None or (game, row, n_legal): games [lo, hi) (all by default)"},
     {"greedy", (PyCFunction)engine_greedy, METH_VARARGS, "greedy(out int32[rows,4][, rows int64]): greedy bot actions for active rows"},
     {"lookahead", (PyCFunction)engine_lookahead, METH_VARARGS,
      "lookahead(game, salt, obs u8[MAX_LEGAL, OBS_BYTES], status i8[MAX_LEGAL]) -> n_legal"},

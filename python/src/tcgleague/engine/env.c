@@ -60,26 +60,27 @@ static void finish_game(Env *env, Game *g, int game_index) {
 }
 
 /* Appends this step's finished games to the episode log in game order, whatever the threads did. */
-static void log_finished(Env *env) {
-    for (int i = 0; i < env->num_games; i++) {
+static void log_finished(Env *env, int lo, int hi) {
+    for (int i = lo; i < hi; i++) {
         if (!env->ended[i]) continue;
         if (env->episode_log_count < EPISODE_LOG_CAP) env->episode_log[env->episode_log_count++] = env->finished[i];
         else env->episode_log_dropped++;
     }
 }
 
-static void clear_step_buffers(Env *env) {
-    int rows = 2 * env->num_games;
-    memset(env->rewards, 0, sizeof(float) * rows);
-    memset(env->terminals, 0, rows);
-    memset(env->truncations, 0, rows);
-    memset(env->masks, 0, rows);
+/* Clears the step buffers of games [lo, hi): their rows only, so another range can be read meanwhile. */
+static void clear_step_buffers(Env *env, int lo, int hi) {
+    size_t first = 2 * (size_t)lo, rows = 2 * (size_t)(hi - lo);
+    memset(env->rewards + first, 0, sizeof(float) * rows);
+    memset(env->terminals + first, 0, rows);
+    memset(env->truncations + first, 0, rows);
+    memset(env->masks + first, 0, rows);
 }
 
 void c_init(Env *env) { build_card_obs(env); }
 
 void c_reset(Env *env, uint64_t seed) {
-    clear_step_buffers(env);
+    clear_step_buffers(env, 0, env->num_games);
     memset(env->observations, 0, (size_t)OBS_BYTES * 2 * (size_t)env->num_games);
     for (int i = 0; i < env->num_games; i++) {
         Game *g = &env->games[i];
@@ -106,12 +107,14 @@ int find_legal(const Game *g, const int32_t *action) {
     return -1;
 }
 
-/* Steps every game once with the active row's action. All actions are validated before any
- * game moves, so a refused step changes nothing. The games are split over num_threads threads:
- * each game touches only its own state, random stream and rows, and finished games are logged
- * afterwards in game order, so the result is identical for any thread count. */
-int c_step(Env *env, const int32_t *actions) {
-    for (int i = 0; i < env->num_games; i++) {
+/* Steps games [lo, hi) once each with the active row's action; nothing outside the range is read
+ * or written but the episode log (so one range can step while another's rows are read: the
+ * trainer's overlapped halves). All actions are validated before any game moves, so a refused
+ * step changes nothing. The games are split over num_threads threads: each game touches only its
+ * own state, random stream and rows, and finished games are logged afterwards in game order, so
+ * the result is identical for any thread count. */
+int c_step_games(Env *env, const int32_t *actions, int lo, int hi) {
+    for (int i = lo; i < hi; i++) {
         Game *g = &env->games[i];
         int row = 2 * i + g->decider;
         env->chosen[i] = (int16_t)find_legal(g, actions + (size_t)row * ACTION_WIDTH);
@@ -121,10 +124,10 @@ int c_step(Env *env, const int32_t *actions) {
             return -1;
         }
     }
-    clear_step_buffers(env);
-    memset(env->ended, 0, (size_t)env->num_games);
+    clear_step_buffers(env, lo, hi);
+    memset(env->ended + lo, 0, (size_t)(hi - lo));
 #pragma omp parallel for schedule(static) num_threads(env->num_threads) if (env->num_threads > 1)
-    for (int i = 0; i < env->num_games; i++) {
+    for (int i = lo; i < hi; i++) {
         Game *g = &env->games[i];
         int d = g->decider;
         const int32_t *act = actions + (size_t)(2 * i + d) * ACTION_WIDTH;
@@ -138,9 +141,11 @@ int c_step(Env *env, const int32_t *actions) {
             open_decision(env, g, i);
         }
     }
-    log_finished(env);
+    log_finished(env, lo, hi);
     return 0;
 }
+
+int c_step(Env *env, const int32_t *actions) { return c_step_games(env, actions, 0, env->num_games); }
 
 /* Re-derives the legal list and observation of game i after its state was edited. */
 void c_reopen_decision(Env *env, int i) {

@@ -217,6 +217,7 @@ int render_game(const Env *env, const Game *g, char *out, int cap);
 void c_init(Env *env);  /* derives per-card tables once the card table is set */
 void c_reset(Env *env, uint64_t seed);
 int c_step(Env *env, const int32_t *actions);  /* 0 ok, -1 illegal action (error_*) */
+int c_step_games(Env *env, const int32_t *actions, int lo, int hi);  /* games [lo, hi) only */
 int find_legal(const Game *g, const int32_t *action);
 void c_set_deal(Env *env, int i, uint64_t seed, int deck0, int deck1, int swapped);
 void c_reopen_decision(Env *env, int i);
