@@ -123,6 +123,22 @@ static void describe(const Game *g, int me, float *f) {
     f[FX_LOSS] = g->result == 1 - me;
 }
 
+/* public_copy for the effects' look, with only the redeal it can read. A look plays no choice of
+ * the opponent's, so the opponent's hidden cards are only moved, never read; the decider's own
+ * deck is read only through cards it draws and then sees in a response window of its own (its
+ * legal list), which only a look from a response window or a target choice reaches. A redeal
+ * nothing reads is skipped and the rng stepped past its draws (reorder_unseen draws n - 1 times
+ * for n cards), so every look ends as it would after the full redeal. */
+static void effects_copy(Game *base, const Game *g, uint64_t salt) {
+    const Player *mine = &g->players[g->decider], *theirs = &g->players[1 - g->decider];
+    *base = *g;
+    base->rng = mix64(salt + 0x9E3779B97F4A7C15ull);
+    int n_mine = mine->deck_count, n_theirs = theirs->hand_count + theirs->deck_count;
+    if (g->phase == PH_RESPONSE || g->phase == PH_TARGET) reorder_unseen(base, base->players[g->decider].deck, n_mine);
+    else if (n_mine > 1) rng_skip(&base->rng, n_mine - 1);
+    if (n_theirs > 1) rng_skip(&base->rng, n_theirs - 1);
+}
+
 /* `base` into `sim`, but for the legal list and the episode record, which a look never reads
  * (the action comes from the real game's list; the rules only ever write the record). */
 static void copy_for_look(Game *sim, const Game *base) {
@@ -139,7 +155,8 @@ void action_effects(const Env *env, const Game *g, float *effects) {
     int me = g->decider;
     float before[N_EFFECTS];
     describe(g, me, before);
-    Game base = public_copy(g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me)), sim;
+    Game base, sim;
+    effects_copy(&base, g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me));
     for (int i = 0; i < g->n_legal; i++) {
         copy_for_look(&sim, &base);
         game_apply_look(env, &sim, g->legal[i], me);

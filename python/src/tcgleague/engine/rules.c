@@ -14,6 +14,9 @@ uint32_t rng_next(uint64_t *s) {
 
 int rng_below(uint64_t *s, int n) { return n <= 1 ? 0 : (int)(rng_next(s) % (uint32_t)n); }
 
+/* The state after n draws without drawing them: each draw only adds the constant. */
+void rng_skip(uint64_t *s, int n) { *s += (uint64_t)n * 0x9E3779B97F4A7C15ull; }
+
 /* ---- Locations ------------------------------------------------------------------------ */
 /* Egocentric entity -> (seat, slot). Returns LOC_BOARD, LOC_HAND (slot = hand index) or LOC_NONE. */
 int ent_to_loc(int viewer, int ent, int *seat, int *slot) {

@@ -10,6 +10,7 @@ static inline const int32_t *card_row(const Env *env, int card) { return env->ca
 static inline int has_kw(const Unit *u, int kw) { return (u->keywords >> kw) & 1; }
 
 int rng_below(uint64_t *s, int n);
+void rng_skip(uint64_t *s, int n);
 void place_unit(const Env *env, Game *g, int seat, int slot, int card);
 int first_free_slot(Game *g, int seat);
 void draw_card(const Env *env, Game *g, int seat);
