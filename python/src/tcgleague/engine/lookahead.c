@@ -102,14 +102,15 @@ int lookahead_game(const Env *env, const Game *g, uint64_t salt, float *obs, int
 
 /* Board attack, board health and unit count of a seat (the leader apart). */
 static void board_totals(const Game *g, int seat, float *attack, float *health, float *units) {
-    *attack = *health = *units = 0.0f;
+    int a = 0, h = 0, n = 0;  /* summed branch-free (an empty slot counts 0), exact as ints */
     for (int s = 0; s < BOARD_SLOTS; s++) {
         const Unit *u = &g->players[seat].units[s];
-        if (!u->card) continue;
-        *attack += (float)unit_attack_value(u);
-        *health += (float)u->health;
-        *units += 1.0f;
+        int on = u->card != 0;
+        a += on * unit_attack_value(u);
+        h += on * u->health;
+        n += on;
     }
+    *attack = (float)a; *health = (float)h; *units = (float)n;
 }
 
 static void describe(const Game *g, int me, float *f) {

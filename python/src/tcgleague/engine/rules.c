@@ -266,9 +266,21 @@ static void check_game_over(Game *g) {
     else if (dead1) g->result = RESULT_SEAT0;
 }
 
+/* Is a unit on the board dead? Most cleanups find none, so this scan is branch-free: one that
+ * branched on each slot's occupancy would mispredict. */
+static int any_dead(const Game *g) {
+    int dead = 0;
+    for (int seat = 0; seat < 2; seat++)
+        for (int slot = 0; slot < BOARD_SLOTS; slot++) {
+            const Unit *u = &g->players[seat].units[slot];
+            dead |= (u->card != 0) & (u->health <= 0);
+        }
+    return dead;
+}
+
 /* Removes dead units (active seat first), fires their death triggers, repeats until stable. */
 void cleanup(const Env *env, Game *g) {
-    for (int round = 0; round < 2 * UNIT_SLOTS; round++) {
+    for (int round = 0; round < 2 * UNIT_SLOTS && any_dead(g); round++) {
         int any = 0;
         for (int k = 0; k < 2; k++) {
             int seat = k == 0 ? g->active : 1 - g->active;
