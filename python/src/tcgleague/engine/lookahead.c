@@ -147,6 +147,19 @@ static void copy_for_look(Game *sim, const Game *base) {
     memcpy(&sim->n_legal, &base->n_legal, offsetof(Game, stat) - offsetof(Game, n_legal));
 }
 
+/* Does legal action i end as action i - 1 did, for describe? Both put the same hand card on the
+ * board, in different free slots: the totals do not depend on the slot when the unit enters
+ * alive, nothing is dead already (so no death trigger runs in slot order), and its on-play
+ * effect, if any, waits for a chosen target (the look stops there) rather than resolving. */
+static int same_play_as_previous(const Env *env, const Game *base, const Game *g, int i) {
+    const uint8_t *act = g->legal[i], *prev = g->legal[i - 1];
+    if (act[0] != ACT_PLAY || prev[0] != ACT_PLAY || act[1] != prev[1] || act[3] == NONE_SLOT) return 0;
+    const int32_t *c = card_row(env, base->players[g->decider].hand[act[1] - ENT_MY_HAND]);
+    int waits = c[CF_TRIGGER] != TR_ON_PLAY || c[CF_OP] == OP_NONE
+                || (c[CF_TARGET] != TG_NONE && c[CF_TARGET] < TG_FIRST_AUTOMATIC);
+    return c[CF_TYPE] == CT_UNIT && c[CF_HEALTH] > 0 && waits && !any_dead(base);
+}
+
 /* The effects feature of the legal list: each action is applied to a public copy of the game
  * and an opponent's response window it opens is passed (legal[0] is always PASS there), so an
  * attack is seen landing; the rest of the turn is not played. The copy's hidden cards and rng
@@ -159,8 +172,10 @@ void action_effects(const Env *env, const Game *g, float *effects) {
     Game base, sim;
     effects_copy(&base, g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me));
     for (int i = 0; i < g->n_legal; i++) {
-        copy_for_look(&sim, &base);
-        game_apply_look(env, &sim, g->legal[i], me);
+        if (i == 0 || !same_play_as_previous(env, &base, g, i)) {  /* else sim holds its end already */
+            copy_for_look(&sim, &base);
+            game_apply_look(env, &sim, g->legal[i], me);
+        }
         float *f = effects + (size_t)i * N_EFFECTS;
         describe(&sim, me, f);
         for (int k = 0; k < N_EFFECTS; k++) f[k] -= before[k];

@@ -266,27 +266,30 @@ static void check_game_over(Game *g) {
     else if (dead1) g->result = RESULT_SEAT0;
 }
 
-/* Is a unit on the board dead? Most cleanups find none, so this scan is branch-free: one that
- * branched on each slot's occupancy would mispredict. */
-static int any_dead(const Game *g) {
-    int dead = 0;
-    for (int seat = 0; seat < 2; seat++)
-        for (int slot = 0; slot < BOARD_SLOTS; slot++) {
-            const Unit *u = &g->players[seat].units[slot];
-            dead |= (u->card != 0) & (u->health <= 0);
-        }
+/* Bit s: the unit in board slot s of `seat` is dead. Branch-free: most cleanups find no death,
+ * and a scan that branched on each slot's occupancy would mispredict. */
+static unsigned dead_slots(const Game *g, int seat) {
+    unsigned dead = 0;
+    for (int slot = 0; slot < BOARD_SLOTS; slot++) {
+        const Unit *u = &g->players[seat].units[slot];
+        dead |= (unsigned)((u->card != 0) & (u->health <= 0)) << slot;
+    }
     return dead;
 }
 
-/* Removes dead units (active seat first), fires their death triggers, repeats until stable. */
+int any_dead(const Game *g) { return (dead_slots(g, 0) | dead_slots(g, 1)) != 0; }
+
+/* Removes dead units (active seat first, by slot), fires their death triggers, repeats until
+ * stable. A trigger can kill or fill a later slot, so the dead are looked up again after each. */
 void cleanup(const Env *env, Game *g) {
     for (int round = 0; round < 2 * UNIT_SLOTS && any_dead(g); round++) {
         int any = 0;
         for (int k = 0; k < 2; k++) {
             int seat = k == 0 ? g->active : 1 - g->active;
-            for (int slot = 0; slot < BOARD_SLOTS; slot++) {
+            unsigned later;
+            for (int slot = -1; (later = dead_slots(g, seat) >> (slot + 1)) != 0;) {
+                slot += 1 + __builtin_ctz(later);
                 Unit *u = unit_at(g, seat, slot);
-                if (!u->card || u->health > 0) continue;
                 int card = u->card, silenced = u->silenced;
                 add_discard(&g->players[seat], card);
                 if (u->weapon_card) add_discard(&g->players[seat], u->weapon_card);

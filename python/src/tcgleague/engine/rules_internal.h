@@ -24,6 +24,7 @@ int any_legal_target(const Env *env, Game *g, const Pending *e);
 Pending effect_of(const Env *env, int card, int seat, int source_slot);
 int begin_effect(const Env *env, Game *g, Pending e, int return_phase);
 void fire_trigger(const Env *env, Game *g, int seat, int slot, int card, int trigger);
+int any_dead(const Game *g);
 void cleanup(const Env *env, Game *g);
 void resolve_combat(const Env *env, Game *g);
 void start_turn(const Env *env, Game *g, int seat);
