@@ -124,22 +124,6 @@ static void describe(const Game *g, int me, float *f) {
     f[FX_LOSS] = g->result == 1 - me;
 }
 
-/* public_copy for the effects' look, with only the redeal it can read. A look plays no choice of
- * the opponent's, so the opponent's hidden cards are only moved, never read; the decider's own
- * deck is read only through cards it draws and then sees in a response window of its own (its
- * legal list), which only a look from a response window or a target choice reaches. A redeal
- * nothing reads is skipped and the rng stepped past its draws (reorder_unseen draws n - 1 times
- * for n cards), so every look ends as it would after the full redeal. */
-static void effects_copy(Game *base, const Game *g, uint64_t salt) {
-    const Player *mine = &g->players[g->decider], *theirs = &g->players[1 - g->decider];
-    *base = *g;
-    base->rng = mix64(salt + 0x9E3779B97F4A7C15ull);
-    int n_mine = mine->deck_count, n_theirs = theirs->hand_count + theirs->deck_count;
-    if (g->phase == PH_RESPONSE || g->phase == PH_TARGET) reorder_unseen(base, base->players[g->decider].deck, n_mine);
-    else if (n_mine > 1) rng_skip(&base->rng, n_mine - 1);
-    if (n_theirs > 1) rng_skip(&base->rng, n_theirs - 1);
-}
-
 /* `base` into `sim`, but for the legal list and the episode record, which a look never reads
  * (the action comes from the real game's list; the rules only ever write the record). */
 static void copy_for_look(Game *sim, const Game *base) {
@@ -147,17 +131,42 @@ static void copy_for_look(Game *sim, const Game *base) {
     memcpy(&sim->n_legal, &base->n_legal, offsetof(Game, stat) - offsetof(Game, n_legal));
 }
 
+/* public_copy for the effects' look, with only the redeal it can read. A look plays no choice of
+ * the opponent's, so the opponent's hidden cards are only moved, never read; the decider's own
+ * deck is read only through cards it draws and then sees in a response window of its own (its
+ * legal list), which only a look from a response window or a target choice reaches. A redeal
+ * nothing reads is skipped and the rng stepped past its draws (reorder_unseen draws n - 1 times
+ * for n cards), so every look ends as it would after the full redeal. Returns the game the looks
+ * copy from (g itself where nothing is redealt, else `base`) and sets *rng to their rng. */
+static const Game *effects_origin(Game *base, const Game *g, uint64_t salt, uint64_t *rng) {
+    const Player *mine = &g->players[g->decider], *theirs = &g->players[1 - g->decider];
+    const Game *origin = g;
+    *rng = mix64(salt + 0x9E3779B97F4A7C15ull);
+    if (g->phase == PH_RESPONSE || g->phase == PH_TARGET) {
+        copy_for_look(base, g);
+        base->rng = *rng;
+        reorder_unseen(base, base->players[g->decider].deck, mine->deck_count);
+        *rng = base->rng;
+        origin = base;
+    } else if (mine->deck_count > 1) {
+        rng_skip(rng, mine->deck_count - 1);
+    }
+    int n_theirs = theirs->hand_count + theirs->deck_count;
+    if (n_theirs > 1) rng_skip(rng, n_theirs - 1);
+    return origin;
+}
+
 /* Does legal action i end as action i - 1 did, for describe? Both put the same hand card on the
  * board, in different free slots: the totals do not depend on the slot when the unit enters
  * alive, nothing is dead already (so no death trigger runs in slot order), and its on-play
  * effect, if any, waits for a chosen target (the look stops there) rather than resolving. */
-static int same_play_as_previous(const Env *env, const Game *base, const Game *g, int i) {
+static int same_play_as_previous(const Env *env, const Game *g, int i) {
     const uint8_t *act = g->legal[i], *prev = g->legal[i - 1];
     if (act[0] != ACT_PLAY || prev[0] != ACT_PLAY || act[1] != prev[1] || act[3] == NONE_SLOT) return 0;
-    const int32_t *c = card_row(env, base->players[g->decider].hand[act[1] - ENT_MY_HAND]);
+    const int32_t *c = card_row(env, g->players[g->decider].hand[act[1] - ENT_MY_HAND]);
     int waits = c[CF_TRIGGER] != TR_ON_PLAY || c[CF_OP] == OP_NONE
                 || (c[CF_TARGET] != TG_NONE && c[CF_TARGET] < TG_FIRST_AUTOMATIC);
-    return c[CF_TYPE] == CT_UNIT && c[CF_HEALTH] > 0 && waits && !any_dead(base);
+    return c[CF_TYPE] == CT_UNIT && c[CF_HEALTH] > 0 && waits && !any_dead(g);
 }
 
 /* The effects feature of the legal list: each action is applied to a public copy of the game
@@ -170,10 +179,12 @@ void action_effects(const Env *env, const Game *g, float *effects) {
     float before[N_EFFECTS];
     describe(g, me, before);
     Game base, sim;
-    effects_copy(&base, g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me));
+    uint64_t rng;
+    const Game *origin = effects_origin(&base, g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me), &rng);
     for (int i = 0; i < g->n_legal; i++) {
-        if (i == 0 || !same_play_as_previous(env, &base, g, i)) {  /* else sim holds its end already */
-            copy_for_look(&sim, &base);
+        if (i == 0 || !same_play_as_previous(env, g, i)) {  /* else sim holds its end already */
+            copy_for_look(&sim, origin);
+            sim.rng = rng;
             game_apply_look(env, &sim, g->legal[i], me);
         }
         float *f = effects + (size_t)i * N_EFFECTS;
