@@ -143,7 +143,7 @@ static void copy_for_look(Game *sim, const Game *base) {
 /* public_copy for the effects' look, with only the redeal it can read. A look plays no choice of
  * the opponent's, so the opponent's hidden cards are only moved, never read; the decider's own
  * deck is read only through cards it draws and then sees in a response window of its own (its
- * legal list), which only a look from a response window or a target choice reaches. A redeal
+ * legal list), which only a look from a response window (or a target choice in one) reaches. A redeal
  * nothing reads is skipped and the rng stepped past its draws (reorder_unseen draws n - 1 times
  * for n cards), so every look ends as it would after the full redeal. Returns the game the looks
  * copy from (g itself where nothing is redealt, else `base`) and sets *rng to their rng. */
@@ -151,7 +151,7 @@ static const Game *effects_origin(Game *base, const Game *g, uint64_t salt, uint
     const Player *mine = &g->players[g->decider], *theirs = &g->players[1 - g->decider];
     const Game *origin = g;
     *rng = mix64(salt + 0x9E3779B97F4A7C15ull);
-    if (g->phase == PH_RESPONSE || g->phase == PH_TARGET) {
+    if (g->phase == PH_RESPONSE || (g->phase == PH_TARGET && g->pending.return_phase == PH_RESPONSE)) {
         copy_for_look(base, g);
         base->rng = *rng;
         reorder_unseen(base, base->players[g->decider].deck, mine->deck_count);
