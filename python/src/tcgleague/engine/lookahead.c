@@ -101,18 +101,19 @@ int lookahead_game(const Env *env, const Game *g, uint64_t salt, uint8_t *obs, i
 }
 
 /* Board attack, board health and unit count of a seat (the leader apart). */
-static void board_totals(const Game *g, int seat, float *attack, float *health, float *units) {
-    *attack = *health = *units = 0.0f;
+static void board_totals(const Game *g, int seat, int *attack, int *health, int *units) {
+    int a = 0, h = 0, n = 0;  /* summed branch-free (an empty slot counts 0), exact as ints */
     for (int s = 0; s < BOARD_SLOTS; s++) {
         const Unit *u = &g->players[seat].units[s];
-        if (!u->card) continue;
-        *attack += (float)unit_attack_value(u);
-        *health += (float)u->health;
-        *units += 1.0f;
+        int on = u->card != 0;
+        a += on * unit_attack_value(u);
+        h += on * u->health;
+        n += on;
     }
+    *attack = a; *health = h; *units = n;
 }
 
-static void describe(const Game *g, int me, float *f) {
+static void describe(const Game *g, int me, int *f) {
     const Player *mine = &g->players[me], *theirs = &g->players[1 - me];
     f[FX_MY_LEADER_HEALTH] = mine->units[LEADER_SLOT].health;
     f[FX_OPP_LEADER_HEALTH] = theirs->units[LEADER_SLOT].health;
@@ -123,14 +124,58 @@ static void describe(const Game *g, int me, float *f) {
     f[FX_LOSS] = g->result == 1 - me;
 }
 
-/* An effect as stored (int8): whole numbers, saturated at +-127 (tcg.h). */
-static int8_t saturate_int8(float x) { return (int8_t)(x > 127.0f ? 127 : x < -127.0f ? -127 : (int)x); }
-
-/* `base` into `sim`, but for the legal list and the episode record, which a look never reads
- * (the action comes from the real game's list; the rules only ever write the record). */
+/* `base` into `sim`, but for what a look never reads: the legal list (the action comes from the
+ * real game's list), the episode record and the discard piles' cards (the rules only ever append
+ * to those). Copied in pieces: GCC inlines one fixed-size memcpy of the whole as `rep movsq`, about
+ * twice as slow here, and a look copies for almost every legal action. */
 static void copy_for_look(Game *sim, const Game *base) {
-    memcpy(sim, base, offsetof(Game, legal));
+    for (int s = 0; s < 2; s++) {
+        Player *to = &sim->players[s];
+        const Player *from = &base->players[s];
+        memcpy(to->units, from->units, sizeof(from->units));
+        memcpy(to->hand, from->hand, offsetof(Player, discard) - offsetof(Player, hand));
+        memcpy(&to->hand_count, &from->hand_count, sizeof(Player) - offsetof(Player, hand_count));
+    }
+    memcpy(&sim->rng, &base->rng, offsetof(Game, legal) - offsetof(Game, rng));
     memcpy(&sim->n_legal, &base->n_legal, offsetof(Game, stat) - offsetof(Game, n_legal));
+}
+
+/* public_copy for the effects' look, with only the redeal it can read. A look plays no choice of
+ * the opponent's, so the opponent's hidden cards are only moved, never read; the decider's own
+ * deck is read only through cards it draws and then sees in a response window of its own (its
+ * legal list), which only a look from a response window (or a target choice in one) reaches. A redeal
+ * nothing reads is skipped and the rng stepped past its draws (reorder_unseen draws n - 1 times
+ * for n cards), so every look ends as it would after the full redeal. Returns the game the looks
+ * copy from (g itself where nothing is redealt, else `base`) and sets *rng to their rng. */
+static const Game *effects_origin(Game *base, const Game *g, uint64_t salt, uint64_t *rng) {
+    const Player *mine = &g->players[g->decider], *theirs = &g->players[1 - g->decider];
+    const Game *origin = g;
+    *rng = mix64(salt + 0x9E3779B97F4A7C15ull);
+    if (g->phase == PH_RESPONSE || (g->phase == PH_TARGET && g->pending.return_phase == PH_RESPONSE)) {
+        copy_for_look(base, g);
+        base->rng = *rng;
+        reorder_unseen(base, base->players[g->decider].deck, mine->deck_count);
+        *rng = base->rng;
+        origin = base;
+    } else if (mine->deck_count > 1) {
+        rng_skip(rng, mine->deck_count - 1);
+    }
+    int n_theirs = theirs->hand_count + theirs->deck_count;
+    if (n_theirs > 1) rng_skip(rng, n_theirs - 1);
+    return origin;
+}
+
+/* Does legal action i end as action i - 1 did, for describe? Both put the same hand card on the
+ * board, in different free slots: the totals do not depend on the slot when the unit enters
+ * alive, nothing is dead already (so no death trigger runs in slot order), and its on-play
+ * effect, if any, waits for a chosen target (the look stops there) rather than resolving. */
+static int same_play_as_previous(const Env *env, const Game *g, int i) {
+    const uint8_t *act = g->legal[i], *prev = g->legal[i - 1];
+    if (act[0] != ACT_PLAY || prev[0] != ACT_PLAY || act[1] != prev[1] || act[3] == NONE_SLOT) return 0;
+    const int32_t *c = card_row(env, g->players[g->decider].hand[act[1] - ENT_MY_HAND]);
+    int waits = c[CF_TRIGGER] != TR_ON_PLAY || c[CF_OP] == OP_NONE
+                || (c[CF_TARGET] != TG_NONE && c[CF_TARGET] < TG_FIRST_AUTOMATIC);
+    return c[CF_TYPE] == CT_UNIT && c[CF_HEALTH] > 0 && waits && !any_dead(g);
 }
 
 /* The effects feature of the legal list: each action is applied to a public copy of the game
@@ -138,17 +183,25 @@ static void copy_for_look(Game *sim, const Game *base) {
  * attack is seen landing; the rest of the turn is not played. The copy's hidden cards and rng
  * are drawn from the turn and seat alone, never from the game's own rng, so the observation
  * stays a function of what the decider sees: the consequences of its own move. */
+/* An effect as stored (int8): saturated at +-127 (tcg.h). */
+static int8_t saturate_int8(int x) { return (int8_t)(x > 127 ? 127 : x < -127 ? -127 : x); }
+
 void action_effects(const Env *env, const Game *g, int8_t *effects) {
-    int me = g->decider;
-    float before[N_EFFECTS];
+    int me = g->decider, before[N_EFFECTS], after[N_EFFECTS];
     describe(g, me, before);
-    Game base = public_copy(g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me)), sim;
+    Game base, sim;
+    uint64_t rng;
+    const Game *origin = effects_origin(&base, g, mix64(0xEFFEC75ull + 2u * (uint64_t)g->turn + (uint64_t)me), &rng);
     for (int i = 0; i < g->n_legal; i++) {
-        copy_for_look(&sim, &base);
-        game_apply_look(env, &sim, g->legal[i], me);
-        float after[N_EFFECTS];
-        describe(&sim, me, after);
         int8_t *f = effects + (size_t)i * N_EFFECTS;
+        if (i > 0 && same_play_as_previous(env, g, i)) {  /* it ends as action i - 1 did */
+            memcpy(f, f - N_EFFECTS, N_EFFECTS);
+            continue;
+        }
+        copy_for_look(&sim, origin);
+        sim.rng = rng;
+        game_apply_look(env, &sim, g->legal[i], me);
+        describe(&sim, me, after);
         for (int k = 0; k < N_EFFECTS; k++) f[k] = saturate_int8(after[k] - before[k]);
     }
 }

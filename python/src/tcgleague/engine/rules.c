@@ -14,6 +14,9 @@ uint32_t rng_next(uint64_t *s) {
 
 int rng_below(uint64_t *s, int n) { return n <= 1 ? 0 : (int)(rng_next(s) % (uint32_t)n); }
 
+/* The state after n draws without drawing them: each draw only adds the constant. */
+void rng_skip(uint64_t *s, int n) { *s += (uint64_t)n * 0x9E3779B97F4A7C15ull; }
+
 /* ---- Locations ------------------------------------------------------------------------ */
 /* Egocentric entity -> (seat, slot). Returns LOC_BOARD, LOC_HAND (slot = hand index) or LOC_NONE. */
 int ent_to_loc(int viewer, int ent, int *seat, int *slot) {
@@ -263,15 +266,30 @@ static void check_game_over(Game *g) {
     else if (dead1) g->result = RESULT_SEAT0;
 }
 
-/* Removes dead units (active seat first), fires their death triggers, repeats until stable. */
+/* Bit s: the unit in board slot s of `seat` is dead. Branch-free: most cleanups find no death,
+ * and a scan that branched on each slot's occupancy would mispredict. */
+static unsigned dead_slots(const Game *g, int seat) {
+    unsigned dead = 0;
+    for (int slot = 0; slot < BOARD_SLOTS; slot++) {
+        const Unit *u = &g->players[seat].units[slot];
+        dead |= (unsigned)((u->card != 0) & (u->health <= 0)) << slot;
+    }
+    return dead;
+}
+
+int any_dead(const Game *g) { return (dead_slots(g, 0) | dead_slots(g, 1)) != 0; }
+
+/* Removes dead units (active seat first, by slot), fires their death triggers, repeats until
+ * stable. A trigger can kill or fill a later slot, so the dead are looked up again after each. */
 void cleanup(const Env *env, Game *g) {
-    for (int round = 0; round < 2 * UNIT_SLOTS; round++) {
+    for (int round = 0; round < 2 * UNIT_SLOTS && any_dead(g); round++) {
         int any = 0;
         for (int k = 0; k < 2; k++) {
             int seat = k == 0 ? g->active : 1 - g->active;
-            for (int slot = 0; slot < BOARD_SLOTS; slot++) {
+            unsigned later;
+            for (int slot = -1; (later = dead_slots(g, seat) >> (slot + 1)) != 0;) {
+                slot += 1 + __builtin_ctz(later);
                 Unit *u = unit_at(g, seat, slot);
-                if (!u->card || u->health > 0) continue;
                 int card = u->card, silenced = u->silenced;
                 add_discard(&g->players[seat], card);
                 if (u->weapon_card) add_discard(&g->players[seat], u->weapon_card);

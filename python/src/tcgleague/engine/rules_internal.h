@@ -10,6 +10,7 @@ static inline const int32_t *card_row(const Env *env, int card) { return env->ca
 static inline int has_kw(const Unit *u, int kw) { return (u->keywords >> kw) & 1; }
 
 int rng_below(uint64_t *s, int n);
+void rng_skip(uint64_t *s, int n);
 void place_unit(const Env *env, Game *g, int seat, int slot, int card);
 int first_free_slot(Game *g, int seat);
 void draw_card(const Env *env, Game *g, int seat);
@@ -23,6 +24,7 @@ int any_legal_target(const Env *env, Game *g, const Pending *e);
 Pending effect_of(const Env *env, int card, int seat, int source_slot);
 int begin_effect(const Env *env, Game *g, Pending e, int return_phase);
 void fire_trigger(const Env *env, Game *g, int seat, int slot, int card, int trigger);
+int any_dead(const Game *g);
 void cleanup(const Env *env, Game *g);
 void resolve_combat(const Env *env, Game *g);
 void start_turn(const Env *env, Game *g, int seat);
