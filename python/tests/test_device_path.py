@@ -266,11 +266,11 @@ def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
     assert counters["stats"]["unique_graphs"] == graphs, "the second epoch's collect recompiled the step"
 
     # the next step's inputs, through the same StepTransfer views collect() hands the step
-    rows_np = np.flatnonzero(trainer.env.masks)
+    rows_np = trainer.parts.deciding_rows(0)  # the first part's (every game's, without overlap)
     flags = trainer.episode_start[rows_np].copy()
     flags[::3] = True  # some rows start a game, so both state paths are compared
     slots = np.full(len(rows_np), trainer.learner.buffer.capacity)
-    obs, rows, _, starts = trainer.transfer.upload(trainer.obs, rows_np, slots, flags)
+    obs, rows, _, starts = trainer.transfers[0].upload(trainer.obs, rows_np, slots, flags)
     h0 = torch.where(starts[:, None], 0.0, learner.state.h[rows])
     c0 = torch.where(starts[:, None], 0.0, learner.state.c[rows])
     assert h0.abs().sum() > 0, "carried LSTM state is part of the comparison"
@@ -378,7 +378,10 @@ def test_device_auto_and_compile_auto_resolve_for_this_machine():
         assert not trainer.learner.actor.compiled and not trainer.learner.updater.compiled, (
             "auto does not compile on the CPU"
         )
-        assert trainer.transfer.up is trainer.transfer.host, "no device copy on the CPU"
+        assert trainer.transfers[0].up is trainer.transfers[0].host, "no device copy on the CPU"
+        assert trainer.parts.count == 1, "overlap = auto is off on the CPU"
+    else:
+        assert trainer.parts.count == 2, "overlap = auto is on for CUDA"
 
 
 def test_a_cuda_device_always_carries_its_index(monkeypatch):
