@@ -41,7 +41,7 @@ def test_a_legal_index_policy_plays_whole_duplicate_matches_in_our_runner():
 def test_an_index_outside_the_legal_list_is_refused():
     actor = LegalIndexActor(lambda obs, masks, rows: np.full(len(rows), MAX_LEGAL - 1), name="bad")
     obs = np.zeros((2, OBS_BYTES), dtype=np.uint8)
-    obs[:, COUNT_BYTES[0]] = 3  # three legal tuples listed
+    obs[:, COUNT_BYTES.start] = 3  # three legal tuples listed
     assert legal_counts(obs).tolist() == [3, 3]
     with pytest.raises(RuntimeError, match="bad chose an index outside the legal list"):
         actor.act(obs, np.array([0, 1]))

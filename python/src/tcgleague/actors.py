@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from .devices import mark_static
-from .layout import effects_from_obs, features, legal_from_obs
+from .layout import effects_from_obs, legal_from_obs
 from .policy.tcg_policy import TCGPolicy
 from .policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler, draw_uniforms
 from .recurrent import RowState
@@ -58,7 +58,6 @@ class PolicyStep(nn.Module):
         self.policy, self.sampler, self.argmax = policy, sampler, argmax
 
     def forward(self, obs, h, c, params, uniforms):
-        obs = features(obs)  # compact rows cast on the device (a float row passes as it is)
         x, ent = self.policy.encode(obs)
         out, (h, c) = self.policy.step(x, (h, c))
         legal, count = legal_from_obs(obs)
@@ -158,7 +157,7 @@ class PolicyActor:
         as it is: the value their next `decide` will see (the rollout's bootstrap at an epoch's
         end). Rows must be mid-game: a row about to start a game would start from zeros."""
         h, c = self.state.h.index_select(0, rows), self.state.c.index_select(0, rows)
-        x, _ = self.policy.encode(features(obs))
+        x, _ = self.policy.encode(obs)
         out, _ = self.policy.step(x, (h, c))
         return self.policy.value(out)
 
@@ -168,7 +167,6 @@ class PolicyActor:
         (h, c) [n, hidden] (the states their decisions are taken from): [n, MAX_LEGAL], -inf
         past each row's legal count. The sampler's own math on each (row, legal tuple) pair,
         at this actor's sampling parameters, batched over all pairs."""
-        obs = features(obs)
         x, ent = self.policy.encode(obs)
         out, _ = self.policy.step(x, (h, c))
         legal, count = legal_from_obs(obs)

@@ -4,9 +4,10 @@ loss, bots, actors, the frozen pool, the env adapters).
 
 The env writes each row compact, `OBS_BYTES` uint8: every feature is a small integer, so the
 first `WIDE` features (globals, entities, the legal count) are int16 and the rest (the legal
-tuples, the effects) int8. `features` (torch, on the device) and `features_np` read a row as
-the `OBS_SIZE` float32 features the policy sees, in the same order; the slices below index
-those features. A float row passes through `features` unchanged, so hand-built float
+tuples, the effects) int8. `features` (torch) and `features_np` read a row as the `OBS_SIZE`
+float32 features, in the same order; the slices below index those features. The policy's
+accessors (`wide_features`, `legal_from_obs`, `effects_from_obs`) read compact rows in place
+on the device, casting only what they return, and read float features alike: hand-built float
 positions and compact rows are one policy input.
 
 All offsets come from the engine's exported `LAYOUT`, so a layout change in C moves them here
@@ -37,7 +38,8 @@ HEAD_SIZES = (LAYOUT["n_action_types"], LAYOUT["n_a"], LAYOUT["n_b"], LAYOUT["n_
 
 def features(obs: torch.Tensor) -> torch.Tensor:
     """Compact rows (uint8 [..., OBS_BYTES]) -> float32 features [..., OBS_SIZE], exactly; a float
-    row is returned as it is. Two reinterpreting views and one cast: compiles into the step."""
+    row is returned as it is. (The policy reads compact rows in place through the accessors
+    below, which never make the whole float row.)"""
     if obs.dtype != torch.uint8:
         return obs
     wide, narrow = obs[..., : 2 * WIDE].view(torch.int16), obs[..., 2 * WIDE :].view(torch.int8)
@@ -51,28 +53,40 @@ def features_np(obs: np.ndarray) -> np.ndarray:
     return np.concatenate([wide, narrow], -1).astype(np.float32)
 
 
-def legal_from_obs(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(legal [..., MAX_LEGAL, 4] long, count [...] long) of observations [..., OBS_SIZE]."""
-    legal = obs[..., LEGAL].reshape(*obs.shape[:-1], MAX_LEGAL, ACTION_WIDTH).long()
-    return legal, obs[..., COUNT].long()
-
-
-def effects_from_obs(obs: torch.Tensor) -> torch.Tensor:
-    """What each legal tuple does at once (the engine's `action_effects`): [..., MAX_LEGAL, N_EFFECTS]."""
-    return obs[..., EFFECTS].reshape(*obs.shape[:-1], MAX_LEGAL, N_EFFECTS)
-
-
 # The same places in a compact row, in bytes: the legal tuples are int8 values < 128 (the same
 # read as uint8); the count is an int16 in [0, MAX_LEGAL], little-endian.
 LEGAL_BYTES = slice(2 * WIDE, 2 * WIDE + MAX_LEGAL * ACTION_WIDTH)  # the first int8 features (LEGAL.start == WIDE)
-COUNT_BYTES = np.array([2 * COUNT, 2 * COUNT + 1])
+COUNT_BYTES = slice(2 * COUNT, 2 * COUNT + 2)
+
+
+def wide_features(obs: torch.Tensor) -> torch.Tensor:
+    """The first WIDE features - globals, entities, the legal count: all the encoder reads - as
+    float32 [..., WIDE], from compact rows or from features."""
+    return obs[..., : 2 * WIDE].view(torch.int16).float() if obs.dtype == torch.uint8 else obs[..., :WIDE]
+
+
+def legal_from_obs(obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(legal [..., MAX_LEGAL, 4] long, count [...] long) of compact rows or features, read in
+    place (no float row is made on the way)."""
+    if obs.dtype == torch.uint8:
+        tuples, count = obs[..., LEGAL_BYTES], obs[..., COUNT_BYTES].view(torch.int16)[..., 0]
+    else:
+        tuples, count = obs[..., LEGAL], obs[..., COUNT]
+    return tuples.reshape(*obs.shape[:-1], MAX_LEGAL, ACTION_WIDTH).long(), count.long()
+
+
+def effects_from_obs(obs: torch.Tensor) -> torch.Tensor:
+    """What each legal tuple does at once (the engine's `action_effects`): [..., MAX_LEGAL,
+    N_EFFECTS], int8 from compact rows (the scorer casts them), float32 from features."""
+    part = obs[..., LEGAL_BYTES.stop :].view(torch.int8) if obs.dtype == torch.uint8 else obs[..., EFFECTS]
+    return part.reshape(*obs.shape[:-1], MAX_LEGAL, N_EFFECTS)
 
 
 def legal_counts(obs: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
     """How many legal tuples each compact row of `obs` [rows, OBS_BYTES] lists (of `rows` only,
     when given: two bytes read per row), int64."""
     rows = np.arange(len(obs)) if rows is None else np.asarray(rows, dtype=np.int64)
-    low, high = obs[rows[:, None], COUNT_BYTES].astype(np.int64).T
+    low, high = obs[rows[:, None], np.arange(COUNT_BYTES.start, COUNT_BYTES.stop)].astype(np.int64).T
     return low | (high << 8)
 
 

@@ -22,7 +22,7 @@ import torch.nn as nn
 from .devices import mark_static
 from .dist import SINGLE, Dist
 from .errors import NonFiniteError
-from .layout import effects_from_obs, features, legal_from_obs
+from .layout import effects_from_obs, legal_from_obs
 from .rollout import Batch
 
 STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev")
@@ -60,7 +60,6 @@ class PPOLoss(nn.Module):
         self.sampler = sampler
 
     def forward(self, obs, actions, logprob, value, advantage, ret, mask, boundary, state_h, state_c, params, coefs):
-        obs = features(obs)  # the rollout stores compact rows; cast here, inside the compiled loss
         out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
         flat = obs.reshape(out.shape[0], -1)
         legal, count = legal_from_obs(flat)
@@ -140,7 +139,7 @@ class PPOUpdater:
             "state_h": (m, t, hidden_size),
             "state_c": (m, t, hidden_size),
         }
-        dtypes = {"obs": torch.uint8, "actions": torch.long}  # compact rows (layout.features); the rest float32
+        dtypes = {"obs": torch.uint8, "actions": torch.long}  # compact rows, cast in the loss; the rest float32
         self.minibatch = {
             k: torch.zeros(s, device=device, dtype=dtypes.get(k, torch.float32)) for k, s in shapes.items()
         }

@@ -6,7 +6,7 @@ no data-dependent shapes (masking only), so it runs under `torch.compile` with f
 
 Shapes (`...` = any leading batch dims, N = n_entities + 1 rows, the last being the learned
 NONE row at index `none_entity`):
-    encode(obs [..., OBS_SIZE] features)  -> x [..., H], ent [..., N, D]
+    encode(obs [..., OBS_BYTES] compact rows, or their features) -> x [..., H], ent [..., N, D]
     step(x [B, H], (h, c))                -> out [B, H], (h, c)
     value(out [..., H])                   -> [...]
     type_logits(out)                      -> [..., n_action_types]
@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..engine import LAYOUT
+from ..layout import wide_features
 from ..recurrent import lstm_cell
 from .attention import EntityAttention
 from .features import (
@@ -240,7 +241,8 @@ class TCGPolicy(nn.Module):
         obs = obs.reshape(-1, obs.shape[-1])
         B = obs.shape[0]
         n, w = self.n_entities, self.entity_width
-        raw = obs[:, self.entity_offset : self.entity_offset + n * w].reshape(B, n, w)
+        wide = wide_features(obs)  # compact rows cast here, on the device: only the part encoded
+        raw = wide[:, self.entity_offset : self.entity_offset + n * w].reshape(B, n, w)
         card = raw[..., self.ef_card].long().clamp(0, self.config.n_cards - 1)
         ctype = F.one_hot(raw[..., self.ef_type].long().clamp(0, self.n_card_types - 1), self.n_card_types)
         num = torch.cat([raw.index_select(-1, self.ent_num_idx) * self.ent_num_scale, ctype.to(raw.dtype)], -1)
@@ -274,7 +276,7 @@ class TCGPolicy(nn.Module):
             pooled.append(part.sum(1) / cnt.sum(1, keepdim=True).clamp(min=1.0))
             pooled.append(part.amax(1))
 
-        g = obs[:, self.global_offset : self.global_offset + self.global_size]
+        g = wide[:, self.global_offset : self.global_offset + self.global_size]
         gnum = g.index_select(-1, self.glob_num_idx) * self.glob_num_scale
         pcard = self.card_embed(g[:, self.g_pending_card].long().clamp(0, self.config.n_cards - 1))
         pop = F.one_hot(g[:, self.g_pending_op].long().clamp(0, self.n_ops - 1), self.n_ops).to(gnum.dtype)
