@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 
+from helpers.float32_rows import float32_rows
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague import train as train_cli
 from tcgleague.bots import random_actions
@@ -682,9 +683,17 @@ def test_older_checkpoint_is_refused_with_the_hint_and_converts_into_a_resumable
 
 def test_a_checkpoint_of_float32_observation_rows_is_refused_saying_why_and_converts(trained, tmp_path, capsys):
     """Compact observations changed the layout hash; the features are the same, so a checkpoint
-    of the float32 rows is refused with the reason and the command, and convert restamps it."""
+    of the float32 rows is refused with the reason and the command, and convert restamps it and
+    re-encodes its env buffers' rows, so it resumes exactly."""
     (float32_layout,) = CONVERTIBLE_LAYOUTS
-    old = tampered(trained, tmp_path / "model_smoke_000001.pt", put(("fingerprint", "obs_layout_hash"), float32_layout))
+    compact = torch.load(trained, weights_only=True)["run_state"]["env"]["buffers"]["observations"]
+    assert compact.dtype == torch.uint8
+
+    def written_before_compact_rows(state):
+        state["fingerprint"]["obs_layout_hash"] = float32_layout
+        state["run_state"]["env"]["buffers"]["observations"] = torch.from_numpy(float32_rows(compact.numpy()))
+
+    old = tampered(trained, tmp_path / "model_smoke_000001.pt", written_before_compact_rows)
     with pytest.raises(CheckpointError, match="float32 observation rows") as err:
         load_checkpoint(old)
     assert f"{CONVERT} {old}" in str(err.value)
@@ -696,6 +705,13 @@ def test_a_checkpoint_of_float32_observation_rows_is_refused_saying_why_and_conv
     assert loaded.state["fingerprint"]["obs_layout_hash"] == obs_layout_hash() and loaded.global_step == 512
     original = torch.load(trained, weights_only=True)
     assert all(torch.equal(loaded.state["policy"][k], v) for k, v in original["policy"].items())
+    restored = loaded.state["run_state"]["env"]["buffers"]["observations"]
+    assert torch.equal(restored, compact), "the env buffers' rows re-encoded exactly: the resume stays exact"
+    capsys.readouterr()
+    base = tmp_path / "exp"
+    args = [*RESUME_ARGS, "--base.experiments-dir", str(base), "--resume-checkpoint", str(safe)]
+    assert train_cli.main([*args, "--resume-load-optimizer"]) == 0
+    assert "exact continuation" in capsys.readouterr().out
     # any other layout is refused as before, with no convert hint
     other = tampered(trained, tmp_path / "other.pt", put(("fingerprint", "obs_layout_hash"), "0" * 64))
     with pytest.raises(CheckpointError, match="observation layout hash differs") as err:

@@ -15,6 +15,7 @@ import numpy as np
 import pufferlib.vector
 import pytest
 
+from helpers.float32_rows import float32_rows
 from tcgleague.bots import greedy_actions, random_actions
 from tcgleague.engine import LAYOUT
 from tcgleague.engine.cards import DEFAULT_CARDS, CardDataError, load_card_pool
@@ -207,12 +208,6 @@ def test_same_seed_same_trajectory_different_seed_differs():
 OBSERVATIONS_DIGEST = "6b3a084a334f3372700c91b97b8cca3a0f101898197abc4cb5b48d5bd4980892"
 
 
-def float32_rows_of_the_recorded_engine(obs: np.ndarray) -> np.ndarray:
-    """Compact rows -> the float32 rows the digest was recorded from (count after the tuples)."""
-    f = features_np(obs)
-    return np.concatenate([f[:, :COUNT], f[:, LEGAL], f[:, COUNT : COUNT + 1], f[:, EFFECTS]], -1)
-
-
 def test_observations_of_100k_random_positions_are_bit_identical_to_the_recorded_engine():
     env = TCGEnv(num_games=1024, seed=11, reward_shaping=0.1)
     obs, _ = env.reset()
@@ -221,7 +216,7 @@ def test_observations_of_100k_random_positions_are_bit_identical_to_the_recorded
     digest, seen, effects_seen = hashlib.sha256(), 0, 0
     while seen < 100_000:
         rows = np.flatnonzero(env.masks)
-        recorded_form = float32_rows_of_the_recorded_engine(obs[rows])
+        recorded_form = float32_rows(obs[rows])
         digest.update(recorded_form.tobytes())
         seen += len(rows)
         effects_seen += int(np.count_nonzero(recorded_form[:, -(EFFECTS.stop - EFFECTS.start) :]))

@@ -1,7 +1,8 @@
 """`python -m tcgleague.checkpoint convert OLD.pt [NEW.pt]`: an older checkpoint rewritten as one
 this code loads: numpy values (which `weights_only` loading refuses) as tensors and plain
-containers, and a fingerprint of a convertible observation layout (`CONVERTIBLE_LAYOUTS`: the
-same features, stored differently) restamped with today's.
+containers, and a checkpoint of a convertible observation layout (`CONVERTIBLE_LAYOUTS`: the
+same features, stored differently) restamped with today's, its env buffers' rows re-encoded so
+its resume stays exact.
 
 The old file is read with `weights_only=True` plus an allowlist of numpy's array and scalar
 reconstructors only, so converting never runs code either: a file that names anything else is
@@ -18,6 +19,7 @@ import torch
 from ..atomic import atomic_write
 from ..errors import entry_point, output_file
 from ..fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
+from ..layout import ACTION_WIDTH, COUNT, MAX_LEGAL, OBS_SIZE, features_np
 from .files import CheckpointError, LoadedCheckpoint, load_checkpoint, read_state, verify_archive
 
 _multiarray = (getattr(np, "_core", None) or np.core).multiarray
@@ -44,6 +46,31 @@ def plain(value):
     return value
 
 
+def running_games(state: dict) -> list[dict]:
+    """Every rank's run state that holds env buffers (rank 0's at the top, the others' under dist.ranks)."""
+    ranks = [state, *((state.get("dist") or {}).get("ranks") or {}).values()]
+    runs = [part.get("run_state") for part in ranks if isinstance(part, dict)]
+    return [r for r in runs if isinstance(r, dict) and isinstance(r.get("env"), dict) and "buffers" in r["env"]]
+
+
+def compact_float32_rows(rows: torch.Tensor) -> torch.Tensor:
+    """Observation rows of the float32 layout (the legal count after the tuples) as compact rows,
+    exactly: a resumed run's env buffers then hold what today's engine would have written. A row
+    that does not fit (a non-integer, or out of int16 / int8 range) is refused."""
+    if rows.dtype != torch.float32 or rows.ndim != 2 or rows.shape[1] != OBS_SIZE:
+        return rows  # already compact (or not observations at all: the field checks say so)
+    f = rows.numpy()
+    tuples = MAX_LEGAL * ACTION_WIDTH
+    wide = np.concatenate([f[:, :COUNT], f[:, COUNT + tuples : COUNT + tuples + 1]], 1)
+    narrow = np.concatenate([f[:, COUNT : COUNT + tuples], f[:, COUNT + tuples + 1 :]], 1)
+    compact = np.concatenate([wide.astype(np.int16).view(np.uint8), narrow.astype(np.int8).view(np.uint8)], 1)
+    if not np.array_equal(features_np(compact), np.concatenate([wide, narrow], 1)):
+        raise CheckpointError(
+            "convert: the env buffers' observations are not small integers: not a float32-row checkpoint"
+        )
+    return torch.from_numpy(compact)
+
+
 def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
     """Writes `src` as a checkpoint that loads with weights_only=True at `dst` (a new path)."""
     src, dst = Path(src), Path(dst)
@@ -54,6 +81,8 @@ def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
     fingerprint = state.get("fingerprint")
     if isinstance(fingerprint, dict) and fingerprint.get("obs_layout_hash") in CONVERTIBLE_LAYOUTS:
         fingerprint["obs_layout_hash"] = obs_layout_hash()
+        for run in running_games(state):
+            run["env"]["buffers"]["observations"] = compact_float32_rows(run["env"]["buffers"]["observations"])
     atomic_write(dst, lambda f: torch.save(state, f))
     try:
         return load_checkpoint(dst)
