@@ -43,7 +43,7 @@ def test_stepping_the_halves_in_turn_is_stepping_every_game_at_once():
         for part in (0, 1):
             other = slice(rows_of(parts.games[1 - part].start), rows_of(parts.games[1 - part].stop))
             before = obs_halves[other].copy(), halves.masks[other].copy()
-            parts.start(part, actions)
+            assert parts.step(part, actions) is None, "the previous part's step was already finished"
             _, rewards, terminals, truncations, infos = parts.finish()
             assert np.array_equal(obs_halves[other], before[0]) and np.array_equal(halves.masks[other], before[1])
             assert not rewards[other].any() and not (terminals | truncations)[other].any(), "only the part's rows"

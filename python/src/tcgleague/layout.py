@@ -53,6 +53,16 @@ def features_np(obs: np.ndarray) -> np.ndarray:
     return np.concatenate([wide, narrow], -1).astype(np.float32)
 
 
+def compact_np(features: np.ndarray) -> np.ndarray:
+    """The inverse of `features_np`: float features [rows, OBS_SIZE] -> compact rows, refusing
+    (ValueError) features that are not integers in their part's range."""
+    wide, narrow = features[:, :WIDE].astype(np.int16), features[:, WIDE:].astype(np.int8)
+    compact = np.concatenate([wide.view(np.uint8), narrow.view(np.uint8)], 1)
+    if not np.array_equal(features_np(compact), features):
+        raise ValueError("observation features that are not int16 / int8 integers cannot be compact rows")
+    return compact
+
+
 # The same places in a compact row, in bytes: the legal tuples are int8 values < 128 (the same
 # read as uint8); the count is an int16 in [0, MAX_LEGAL], little-endian.
 LEGAL_BYTES = slice(2 * WIDE, 2 * WIDE + MAX_LEGAL * ACTION_WIDTH)  # the first int8 features (LEGAL.start == WIDE)

@@ -162,10 +162,7 @@ class Trainer:
             self.actions[theirs] = self.opponents.act(self.obs, theirs)
             stepping = time.perf_counter()
             self.episode_start[rows] = False
-            infos += self.settle(parts.finish(), decisions)  # the part stepping while this one decided
-            parts.start(part, self.actions)
-            if parts.count == 1:
-                infos += self.settle(parts.finish(), decisions)
+            infos += self.settle(parts.step(part, self.actions), decisions)  # overlap: the other part's step
             env_s += time.perf_counter() - stepping
             opponents_s += stepping - acting
             steps, part = steps + 1, (part + 1) % parts.count
@@ -178,7 +175,7 @@ class Trainer:
         return stats | rollout_perf(self.transfers, steps / parts.count, env_s, opponents_s)
 
     def settle(self, stepped: tuple | None, decisions: int) -> list[dict]:
-        """An env step's results (GameParts.finish; None: nothing was stepping): the opponent
+        """An env step's results (GameParts.step or finish; None: nothing had finished): the opponent
         side's bookkeeping, the learner's rewards credited to its stored steps, its rows' episode
         starts flagged. Returns the records of the games that ended."""
         if stepped is None:

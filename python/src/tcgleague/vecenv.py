@@ -116,15 +116,14 @@ class VecEnv:
 
 class GameParts:
     """The games in `count` contiguous parts that take turns (EnvPool's and PufferLib's async
-    pattern; Metta's async_factor = 2): `start(k, actions)` steps part k's games on a thread of
-    its own and returns at once, so the learner decides for another part while the engine works;
-    `finish()` waits for it. The engine only reads and writes the stepping part's games and rows
-    (c_step_games), and nothing else touches the engine until `finish`, so the parts never race.
-    With one part, `start` steps every game inline: the plain loop, step for step.
+    pattern; Metta's async_factor = 2): `step(k, actions)` starts part k's step on a thread of its
+    own and returns at once, so the learner decides for another part while the engine works.
+    The engine only reads and writes the stepping part's games and rows (c_step_games), and one
+    step is in flight at a time, finished before the next starts (the episode log is shared), so
+    the parts never race. With one part, `step` steps every game inline: the plain loop.
 
-    finish() -> (obs, rewards, terminals, truncations, infos), the arrays full-size with zeros
-    outside the part, so the caller's row bookkeeping needs no offsets; None if nothing was
-    started since the last finish."""
+    A finished step is (obs, rewards, terminals, truncations, infos), the arrays full-size with
+    zeros outside its part, so the caller's row bookkeeping needs no offsets."""
 
     def __init__(self, env: VecEnv, count: int):
         if count > 1 and env.engine_env is None:
@@ -136,25 +135,25 @@ class GameParts:
         self.games = [range(a, b) for a, b in zip(bounds, bounds[1:])]
         self.thread = ThreadPoolExecutor(1, thread_name_prefix="env-step") if count > 1 else None
         self.pending: tuple[int, np.ndarray, Future] | None = None
-        self.stepped: tuple | None = None
 
     def deciding_rows(self, part: int) -> np.ndarray:
         """The deciding row of each of the part's games (env row ids, game order)."""
         lo, hi = rows_of(self.games[part].start), rows_of(self.games[part].stop)
         return lo + np.flatnonzero(self.env.masks[lo:hi])
 
-    def start(self, part: int, actions: np.ndarray) -> None:
+    def step(self, part: int, actions: np.ndarray) -> tuple | None:
+        """Steps part `part` with `actions`; returns the step that has finished by now: with one
+        part this one, with several the one in flight before it (None at the first)."""
         if self.thread is None:
-            self.stepped = self.env.step(actions)
-            return
+            return self.env.step(actions)
+        finished = self.finish()
         env, games = self.env.engine_env, self.games[part]
         checked = env.checked_game_actions(actions, games)  # a copy: the caller may write `actions` meanwhile
         self.pending = (part, checked, self.thread.submit(env.engine.step, checked, games.start, games.stop))
+        return finished
 
     def finish(self) -> tuple | None:
-        if self.thread is None:
-            stepped, self.stepped = self.stepped, None
-            return stepped
+        """Waits for the step in flight and returns it (None if there is none)."""
         if self.pending is None:
             return None
         (part, checked, future), self.pending = self.pending, None

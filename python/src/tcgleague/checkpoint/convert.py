@@ -19,7 +19,7 @@ import torch
 from ..atomic import atomic_write
 from ..errors import entry_point, output_file
 from ..fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
-from ..layout import ACTION_WIDTH, COUNT, MAX_LEGAL, OBS_SIZE, features_np
+from ..layout import ACTION_WIDTH, COUNT, MAX_LEGAL, OBS_SIZE, compact_np
 from .files import CheckpointError, LoadedCheckpoint, load_checkpoint, read_state, verify_archive
 
 _multiarray = (getattr(np, "_core", None) or np.core).multiarray
@@ -55,20 +55,16 @@ def running_games(state: dict) -> list[dict]:
 
 def compact_float32_rows(rows: torch.Tensor) -> torch.Tensor:
     """Observation rows of the float32 layout (the legal count after the tuples) as compact rows,
-    exactly: a resumed run's env buffers then hold what today's engine would have written. A row
-    that does not fit (a non-integer, or out of int16 / int8 range) is refused."""
+    exactly: a resumed run's env buffers then hold what today's engine would have written."""
     if rows.dtype != torch.float32 or rows.ndim != 2 or rows.shape[1] != OBS_SIZE:
         return rows  # already compact (or not observations at all: the field checks say so)
-    f = rows.numpy()
-    tuples = MAX_LEGAL * ACTION_WIDTH
-    wide = np.concatenate([f[:, :COUNT], f[:, COUNT + tuples : COUNT + tuples + 1]], 1)
-    narrow = np.concatenate([f[:, COUNT : COUNT + tuples], f[:, COUNT + tuples + 1 :]], 1)
-    compact = np.concatenate([wide.astype(np.int16).view(np.uint8), narrow.astype(np.int8).view(np.uint8)], 1)
-    if not np.array_equal(features_np(compact), np.concatenate([wide, narrow], 1)):
-        raise CheckpointError(
-            "convert: the env buffers' observations are not small integers: not a float32-row checkpoint"
-        )
-    return torch.from_numpy(compact)
+    f, tuples = rows.numpy(), MAX_LEGAL * ACTION_WIDTH
+    count = COUNT + tuples  # where the float32 layout kept the legal count: after the tuples
+    features = np.concatenate([f[:, :COUNT], f[:, count : count + 1], f[:, COUNT:count], f[:, count + 1 :]], 1)
+    try:
+        return torch.from_numpy(compact_np(features))
+    except ValueError as err:
+        raise CheckpointError(f"convert: the env buffers' observations: {err}; not a float32-row checkpoint") from None
 
 
 def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:

@@ -72,10 +72,13 @@ static int next_own_turn(const Game *g, const Game *sim, int me) {
     return sim->decider == me && sim->active == me && sim->turn != g->turn;
 }
 
+/* A look's rng, drawn from `salt` alone (never from the game's own stream). */
+static uint64_t look_rng(uint64_t salt) { return mix64(salt + 0x9E3779B97F4A7C15ull); }
+
 /* g as its decider could imagine it: the hidden cards and the rng drawn again from `salt`. */
 static Game public_copy(const Game *g, uint64_t salt) {
     Game sim = *g;
-    sim.rng = mix64(salt + 0x9E3779B97F4A7C15ull);
+    sim.rng = look_rng(salt);
     redeal_hidden(&sim, g->decider);
     return sim;
 }
@@ -150,8 +153,8 @@ static void copy_for_look(Game *sim, const Game *base) {
 static const Game *effects_origin(Game *base, const Game *g, uint64_t salt, uint64_t *rng) {
     const Player *mine = &g->players[g->decider], *theirs = &g->players[1 - g->decider];
     const Game *origin = g;
-    *rng = mix64(salt + 0x9E3779B97F4A7C15ull);
-    if (g->phase == PH_RESPONSE || (g->phase == PH_TARGET && g->pending.return_phase == PH_RESPONSE)) {
+    *rng = look_rng(salt);
+    if (in_response_window(g)) {
         copy_for_look(base, g);
         base->rng = *rng;
         reorder_unseen(base, base->players[g->decider].deck, mine->deck_count);
@@ -178,14 +181,14 @@ static int same_play_as_previous(const Env *env, const Game *g, int i) {
     return c[CF_TYPE] == CT_UNIT && c[CF_HEALTH] > 0 && waits && !any_dead(g);
 }
 
+/* An effect as stored (int8): saturated at +-127 (tcg.h). */
+static int8_t saturate_int8(int x) { return (int8_t)(x > 127 ? 127 : x < -127 ? -127 : x); }
+
 /* The effects feature of the legal list: each action is applied to a public copy of the game
  * and an opponent's response window it opens is passed (legal[0] is always PASS there), so an
  * attack is seen landing; the rest of the turn is not played. The copy's hidden cards and rng
  * are drawn from the turn and seat alone, never from the game's own rng, so the observation
  * stays a function of what the decider sees: the consequences of its own move. */
-/* An effect as stored (int8): saturated at +-127 (tcg.h). */
-static int8_t saturate_int8(int x) { return (int8_t)(x > 127 ? 127 : x < -127 ? -127 : x); }
-
 void action_effects(const Env *env, const Game *g, int8_t *effects) {
     int me = g->decider, before[N_EFFECTS], after[N_EFFECTS];
     describe(g, me, before);

@@ -70,7 +70,7 @@ void write_observation(const Env *env, const Game *cg, int viewer, uint8_t *row)
     gl[G_PENDING_CARD] = g->phase == PH_TARGET ? g->pending.card : 0;
     gl[G_PENDING_OP] = g->phase == PH_TARGET ? g->pending.op : 0;
     gl[G_PENDING_AMOUNT] = g->phase == PH_TARGET ? g->pending.amount : 0;
-    int in_attack = g->phase == PH_RESPONSE || (g->phase == PH_TARGET && g->pending.return_phase == PH_RESPONSE);
+    int in_attack = in_response_window(g);
     gl[G_ATTACKER_ENT] = in_attack ? loc_to_ent(viewer, g->attack_seat, g->attack_slot) : NONE_ENTITY;
     gl[G_ATTACK_TARGET_ENT] = in_attack ? loc_to_ent(viewer, 1 - g->attack_seat, g->attack_target_slot) : NONE_ENTITY;
     gl[G_MY_LEADER_ABILITY_USED] = me->units[LEADER_SLOT].ability_used;

@@ -8,6 +8,10 @@ enum { LOC_NONE, LOC_BOARD, LOC_HAND };
 
 static inline const int32_t *card_row(const Env *env, int card) { return env->cards + card * CARD_FIELDS; }
 static inline int has_kw(const Unit *u, int kw) { return (u->keywords >> kw) & 1; }
+/* An attack is waiting on a response: its window, or a target chosen inside it. */
+static inline int in_response_window(const Game *g) {
+    return g->phase == PH_RESPONSE || (g->phase == PH_TARGET && g->pending.return_phase == PH_RESPONSE);
+}
 
 int rng_below(uint64_t *s, int n);
 void rng_skip(uint64_t *s, int n);
