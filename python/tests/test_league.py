@@ -24,7 +24,7 @@ from tcgleague.dist import SINGLE
 from tcgleague.env import TCGEnv
 from tcgleague.layout import DRAW, features, legal_from_obs
 from tcgleague.league import LeagueManager, LeagueOpponents
-from tcgleague.league.frozen_pool import FrozenPool, bucket_size
+from tcgleague.league.frozen_pool import FrozenPool
 from tcgleague.league.manager import STATE_FILE, MemberMatches
 from tcgleague.league.matchmaking import LEARNER, SELF, Matchmaker, pfsp_weights
 from tcgleague.league.members import MemberStore
@@ -456,7 +456,7 @@ def test_opponent_state_reset_uses_row_indices():
     assert state.h[1].all() and state.h[2].all()
 
 
-def test_member_files_are_checkpoints_and_inference_is_batched_padded_and_gradient_free(tmp_path):
+def test_member_files_are_checkpoints_loaded_frozen(tmp_path):
     policy, pc = tiny_policy()
     store = MemberStore(tmp_path)
     member = store.ingest("m", policy.state_dict(), pc, {"subaction_temperature": 0.5}, step=7, epoch=3)
@@ -469,78 +469,6 @@ def test_member_files_are_checkpoints_and_inference_is_batched_padded_and_gradie
     loaded, params = store.load("m")
     assert params == {"subaction_temperature": 0.5} and not any(p.requires_grad for p in loaded.parameters())
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), policy.state_dict().values()))
-    assert [bucket_size(n, 16) for n in (0, 1, 8, 9, 16, 40)] == [0, 8, 8, 16, 16, 16]
-    env = TCGEnv(num_games=20, seed=0)
-    obs, _ = env.reset()
-    pool = FrozenPool(env.num_agents, max_batch=16, device=CPU)
-    pool.add("m", loaded)
-    pool.add("n", tiny_policy(seed=1)[0])
-    frozen = pool.members["m"].policy
-    assert frozen is not loaded and not any(p.requires_grad for p in frozen.parameters())
-    shapes = []
-    forward = pool._forward
-
-    def spy(obs, slots, positions, rows, size):
-        shapes.append((len(pool.members), size))
-        return forward(obs, slots, positions, rows, size)
-
-    pool._forward = spy
-    rows = np.flatnonzero(env.masks)
-    acts = pool.act_members(obs, {"m": rows[:5], "n": rows[5:7]})
-    assert shapes == [(2, 8)] and acts["m"].shape == (5, 4) and acts["n"].shape == (2, 4)
-    assert pool.state.h[rows[:7]].abs().sum() > 0
-    assert not pool.state.h[np.setdiff1d(np.arange(40), rows[:7])].any()
-    shapes.clear()
-    # 20 rows for "m", max_batch 16 -> a round of 16 (both members), then 4 padded to 8
-    out = pool.act_members(obs, {"m": rows, "n": np.array([], dtype=np.int64)})
-    assert shapes == [(2, 16), (2, 8)]
-    actions = np.zeros((env.num_agents, 4), dtype=np.int32)
-    actions[rows] = out["m"]
-    env.step(actions)  # frozen actions are legal
-    # the Actor interface: the owner says who plays each row, one stacked forward for all of them
-    shapes.clear()
-    obs = env.observations
-    rows = np.flatnonzero(env.masks)
-    who = {int(r): "m" if k % 2 == 0 else "n" for k, r in enumerate(rows)}
-    pool.member_of = lambda asked: np.array([who[int(r)] for r in asked], dtype=object)
-    assert pool.act(obs, rows).shape == (len(rows), 4) and shapes == [(2, 16)]
-    with pytest.raises(ValueError, match="share one architecture"):
-        pool.add("wide", TCGPolicy(PolicyConfig(n_cards=env.pool.n_cards, hidden_size=16)))
-    pool.remove("n")
-    assert pool.ids() == ["m"] and "n" not in pool
-
-
-def test_stacked_forward_matches_each_member_alone():
-    """The vmapped forward over stacked weights = each member's own policy.step + sampler with
-    the same uniform draws (the written-out LSTM cell included). The draws go to rows in
-    ascending row order, whatever the members' order and however their rows interleave."""
-    env = TCGEnv(num_games=12, seed=3)
-    obs, _ = env.reset()
-    rows = np.flatnonzero(env.masks)[:12]
-    pool = FrozenPool(env.num_agents, max_batch=64, device=CPU, seed=5)
-    members = {"a": tiny_policy(seed=1)[0], "b": tiny_policy(seed=2)[0], "c": tiny_policy(seed=3)[0]}
-    for m, policy in members.items():
-        pool.add(m, policy, {"subaction_temperature": 0.5} if m == "b" else None)
-    groups = {"c": rows[[2, 4, 5, 7, 8, 10]], "a": rows[[0, 3, 6, 9, 11]], "b": rows[[1]]}
-    pool.state.h.normal_()
-    pool.state.c.normal_()
-    h0, c0 = pool.state.h.clone(), pool.state.c.clone()
-    generator = torch.Generator().manual_seed(5)
-    draws = torch.rand(12, 4, UNIFORM_WIDTH, generator=generator)  # ascending rows
-    got = pool.act_members(obs, groups)
-    assert pool.forwards == 1
-    for m, policy in members.items():
-        r = groups[m]
-        o = features(torch.from_numpy(obs[r]))
-        with torch.no_grad():
-            x, ent = policy.encode(o)
-            out, (h, c) = policy.step(x, (h0[r], c0[r]))
-            legal, count = legal_from_obs(o)
-            sampler = TCGSampler(subaction_temperature=0.5 if m == "b" else 1.0)
-            want, _, _ = sampler.sample(policy, out, ent, legal, count, uniforms=draws[np.searchsorted(rows, r)])
-        assert np.array_equal(got[m], want.numpy()), m
-        torch.testing.assert_close(pool.state.h[r], h, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(pool.state.c[r], c, rtol=1e-5, atol=1e-6)
 
 
 # ---- the headline command ----------------------------------------------------------------------
@@ -927,12 +855,14 @@ def test_bench_league_times_a_candidates_evaluation_matches(tmp_path):
     assert figures["candidate_games"] == 2 * load_config(CONFIGS / "smoke.ini").league.eval_games
     assert figures["candidate_seconds"] > 0 and figures["candidate_epochs"] > 0
     assert figures["sps_league"] > 0 and figures["sps_selfplay"] > 0
-    # where the time went: the frozen members and bots act only in the league's epochs, and
-    # their rows cross the host/device boundary on top of the learner's upload
+    # where the time went: the bots act only in the league's epochs; the frozen members decide in
+    # the learner's own step (no time of their own), whose upload gains their position grids and
+    # whose one download brings their actions too
     selfplay, league = figures["split"]["selfplay"], figures["split"]["league"]
-    assert league["frozen_seconds"] > 0 and league["bots_seconds"] > 0 and selfplay["frozen_seconds"] == 0
+    assert league["bots_seconds"] > 0 and figures["frozen_forwards"] > 0
+    assert league["frozen_seconds"] == selfplay["frozen_seconds"] == 0
     assert league["bytes_up_per_step"] > selfplay["bytes_up_per_step"] > 0
-    assert league["bytes_down_per_step"] > selfplay["bytes_down_per_step"] > 0
+    assert league["bytes_down_per_step"] == selfplay["bytes_down_per_step"] > 0
     for mode in (selfplay, league):
         parts = mode["learner_step_seconds"] + mode["env_seconds"] + mode["opponents_seconds"]
         assert 0 < mode["env_seconds"] and parts == pytest.approx(mode["rollout_seconds"])

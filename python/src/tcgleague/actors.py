@@ -12,6 +12,7 @@ opponent side dispatches to bots and to the frozen pool (`league.frozen_pool`). 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -33,6 +34,20 @@ class Actor(Protocol):
     def reset_rows(self, rows: np.ndarray) -> None: ...
 
 
+class Companion(Protocol):
+    """Deciders that run inside a PolicyActor's own device step (the league's frozen pool): its
+    `steps(obs, actions, rows, *inputs) -> (actions with theirs merged, *outputs)` is called in
+    the same function as the policy's step (JointStep: one compiled call); `inputs(n)` are its
+    device tensors for a batch of n rows, `settle(played, *outputs, obs, rows, inputs)` writes
+    back its state after the call and returns the actions the env gets."""
+
+    steps: Callable
+
+    def inputs(self, n: int) -> tuple: ...
+
+    def settle(self, *args) -> torch.Tensor: ...
+
+
 @dataclass
 class Decision:
     """One batched policy decision, with what PPO stores about it. With a CUDA-graph compiled
@@ -45,6 +60,7 @@ class Decision:
     value: torch.Tensor  # [n]
     state_h: torch.Tensor  # [n, hidden]: the state the decision was taken from
     state_c: torch.Tensor
+    played: torch.Tensor  # long [n, 4]: what the env gets (`actions`, a companion's in its rows)
 
 
 class PolicyStep(nn.Module):
@@ -73,6 +89,21 @@ class PolicyStep(nn.Module):
             effects=effects_from_obs(obs),
         )
         return actions, logprob, entropy, self.policy.value(out), h, c
+
+
+class JointStep(nn.Module):
+    """A PolicyStep and its companion's step as ONE function, so on CUDA the learner and the
+    frozen pool decide in one compiled call (one CUDA graph replay per env step): the companion
+    reads the same uploaded observations and merges its rows' actions into the policy's."""
+
+    def __init__(self, step: PolicyStep, companion_steps: Callable):
+        super().__init__()
+        self.step, self.companion_steps = step, companion_steps
+
+    def forward(self, obs, h, c, params, uniforms, rows, companion_inputs):
+        actions, logprob, entropy, value, h, c = self.step(obs, h, c, params, uniforms)
+        played, *companion_out = self.companion_steps(obs, actions, rows, *companion_inputs)
+        return actions, logprob, entropy, value, h, c, played, companion_out
 
 
 class PolicyActor:
@@ -106,7 +137,8 @@ class PolicyActor:
         self.entropy_sum = torch.zeros((), dtype=torch.float64, device=self.device)
         self.step = PolicyStep(policy, sampler, argmax)
         self.forward = torch.compile(self.step, mode=compile_mode) if compile_mode else self.step
-        self.compiled = compile_mode is not None
+        self.compiled, self.compile_mode = compile_mode is not None, compile_mode
+        self.joint: tuple[Callable, Callable] | None = None  # (companion steps, the JointStep running both)
         self.default_params = sampler.params_tensor(self.device)  # the sampler's, as this actor was made
         self.inputs: dict[int, dict[str, torch.Tensor]] = {}  # static input buffers by batch size
 
@@ -129,10 +161,12 @@ class PolicyActor:
         rows: torch.Tensor,
         params: torch.Tensor | None = None,
         episode_start: torch.Tensor | None = None,
+        companion: Companion | None = None,
     ) -> Decision:
         """Acts for env rows `rows` (long, on the device) from their observations `obs`
         [len(rows), obs_size] and advances their LSTM state. Rows flagged in `episode_start`
-        start from a zero state (their game is new), so a caller need not reset rows itself."""
+        start from a zero state (their game is new), so a caller need not reset rows itself.
+        A `companion` (planned for this batch) decides for its rows in the same call."""
         n = len(rows)
         buf = self._static_inputs(n) if self.compiled else {"h": None, "c": None, "uniforms": None}
         h = torch.index_select(self.state.h, 0, rows, out=buf["h"])
@@ -146,10 +180,24 @@ class PolicyActor:
             params = self.default_params
         if self.compiled:
             torch.compiler.cudagraph_mark_step_begin()
-        actions, logprob, entropy, value, h2, c2 = self.forward(obs, h, c, params, uniforms)
+        if companion is None:
+            actions, logprob, entropy, value, h2, c2 = self.forward(obs, h, c, params, uniforms)
+            played = actions
+        else:
+            inputs = companion.inputs(n)
+            out = self.joint_step(companion.steps)(obs, h, c, params, uniforms, rows, inputs)
+            actions, logprob, entropy, value, h2, c2, played, companion_out = out
+            played = companion.settle(played, *companion_out, obs, rows, inputs)
         self.state.h.index_copy_(0, rows, h2)
         self.state.c.index_copy_(0, rows, c2)
-        return Decision(actions, logprob, entropy, value, h, c)
+        return Decision(actions, logprob, entropy, value, h, c, played)
+
+    def joint_step(self, companion_steps: Callable) -> Callable:
+        """The JointStep of this actor's step and `companion_steps`, compiled like the step."""
+        if self.joint is None or self.joint[0] is not companion_steps:
+            joint = JointStep(self.step, companion_steps)
+            self.joint = (companion_steps, torch.compile(joint, mode=self.compile_mode) if self.compiled else joint)
+        return self.joint[1]
 
     @torch.no_grad()
     def values(self, obs: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:

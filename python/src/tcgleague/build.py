@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from .config import Config, ConfigError
-from .devices import resolve_device
+from .devices import compile_mode_for, resolve_device
 from .dist import SINGLE, Dist
 from .league import LeagueManager, LeagueOpponents
 from .league.exploiter import MainExploiter, exploiter_sizes
@@ -93,6 +93,7 @@ def build_opponents(
         device=device,
         dist=dist,
         exploiter=exploiter,
+        fixed_shapes=compile_mode_for(cfg, device) is not None,
     )
 
 

@@ -4,7 +4,9 @@ The trainer's collect loop talks to one `OpponentSide`; plain self-play and the 
 (`league.opponents.LeagueOpponents`) are two implementations, so the loop has no league branches:
 
     mine, theirs = side.split(rows)                  # learner rows it trains on / opponent rows
-    actions[theirs] = side.act(obs, theirs)          # (Actor interface)
+    rest, companion = side.plan(rows, theirs)        # who decides in the learner's device step
+    d = learner.decide(obs[rows], rows, companion=companion)   # d.played: the learner's + the companion's
+    actions[rest] = side.act(obs, rest)              # the others (Actor interface)
     obs, rewards, terminals, truncations, infos = env.step(actions)
     mask = side.after_step(rewards, terminals, truncations, infos, global_step)   # learner mask in force
     ...
@@ -19,6 +21,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
+from .actors import Companion
 from .layout import ACTION_WIDTH
 from .policy.tcg_sampler import TCGSampler
 
@@ -30,6 +33,11 @@ class OpponentSide(Protocol):
     def split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(learner rows, opponent rows) among the deciding `rows`. A row in neither is played by
         the learner and not trained on (the league's: its seat against the live exploiter)."""
+
+    def plan(self, rows: np.ndarray, theirs: np.ndarray) -> tuple[np.ndarray, Companion | None]:
+        """Before the learner decides for the deciding `rows`: which of the opponent rows `theirs`
+        a companion decides for in the learner's own device step (the league's frozen pool),
+        planned for this batch. Returns (the rows left for `act`, the companion or None)."""
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """int32 [len(rows), 4] actions for opponent `rows`."""
@@ -66,6 +74,9 @@ class SelfPlay:
 
     def split(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return rows, rows[:0]
+
+    def plan(self, rows: np.ndarray, theirs: np.ndarray) -> tuple[np.ndarray, None]:
+        return theirs, None
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         return np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)

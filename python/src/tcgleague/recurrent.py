@@ -47,11 +47,17 @@ def zero_rows(states: Sequence[torch.Tensor], rows) -> torch.Tensor:
 
 class RowState:
     """(h, c) per env row, [num_rows, hidden] each: what a recurrent actor carries between the
-    decisions of a row."""
+    decisions of a row.
 
-    def __init__(self, num_rows: int, hidden_size: int, device: torch.device):
-        self.h = torch.zeros(num_rows, hidden_size, device=device)
-        self.c = torch.zeros(num_rows, hidden_size, device=device)
+    With `sink` the storage has one more row (`h_all`, `c_all`; `h` and `c` are views of the
+    first num_rows): a fixed-shape batch writes its padding there, so a scatter needs no mask
+    (whose shape would depend on the data, a host sync)."""
+
+    def __init__(self, num_rows: int, hidden_size: int, device: torch.device, sink: bool = False):
+        self.h_all = torch.zeros(num_rows + int(sink), hidden_size, device=device)
+        self.c_all = torch.zeros_like(self.h_all)
+        self.h, self.c = self.h_all[:num_rows], self.c_all[:num_rows]
+        self.sink = num_rows if sink else None  # the padding's row in h_all / c_all
 
     def reset_rows(self, rows) -> None:
         zero_rows((self.h, self.c), rows)

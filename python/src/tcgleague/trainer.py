@@ -144,20 +144,21 @@ class Trainer:
                     f"{len(rows)} deciding rows for {len(parts.games[part])} games: expected one per game"
                 )
             mine, theirs = self.opponents.split(rows)
+            theirs, companion = self.opponents.plan(rows, theirs)  # the frozen pool decides in the learner's step
             mine_slots = buffer.reserve_fitting(mine, self.episode_start[mine])
             at = np.searchsorted(rows, mine)  # mine's positions among the deciding rows
             slots = np.full(len(rows), buffer.capacity)
             slots[at] = mine_slots
             transfer = self.transfers[part]
             obs, rows_dev, slots_dev, starts = transfer.upload(self.obs, rows, slots, self.episode_start[rows])
-            d = actor.decide(obs, rows_dev, params, episode_start=starts)
+            d = actor.decide(obs, rows_dev, params, episode_start=starts, companion=companion)
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
             buffer.drop_unstored(mine, mine_slots, d.value, at)
             stored = slots_dev < buffer.capacity
             entropy_sum += torch.where(stored, d.entropy, 0.0).sum()
             noops += ((d.actions[:, 0] == PASS) & stored).sum()
             decisions += int((mine_slots < buffer.capacity).sum())
-            self.actions[rows] = transfer.download(d.actions)
+            self.actions[rows] = transfer.download(d.played)
             acting = time.perf_counter()
             self.actions[theirs] = self.opponents.act(self.obs, theirs)
             stepping = time.perf_counter()

@@ -1,20 +1,26 @@
-"""The frozen pool: the loaded past selves, as one Actor with batched, gradient-free inference.
+"""The frozen pool: the loaded past selves, deciding in the learner's own device step.
 
-Each env step the rows every member must act on are gathered into ONE padded batch [members,
-bucket, obs] and run in ONE forward: the members' weights are stacked
-(torch.func.stack_module_state) and one member's step (encode, the shared LSTM recurrence,
-masked sampler) is vmapped over them. Per-call overhead dominates at these sizes (8 members with
-~6 rows each), so one stacked call replaces eight tiny ones. The bucket is a power of two between
-8 and `max_batch` ([league] opponent_batch), so the set of shapes is small and fixed; a member
-with more rows than `max_batch` takes several rounds. Padding rows carry a zero observation,
-whose legal count is 0, so the sampler returns zeros for them (no NaN).
+Every member's weights sit in one stacked set ([capacity, ...] per tensor, a slot per member,
+written in place when a member joins: the tensors keep their address, so a CUDA graph that reads
+them is never recorded again). Each env step the rows the members play are laid out on the host
+as a grid of positions [slots, bucket] into the step's observation batch (padding points one
+past its end), uploaded as int32, and ONE vmapped call (`StackedSteps`) decides for all of
+them: it gathers the rows' compact observations, LSTM state and uniform draws on the device,
+runs one member's PolicyStep per slot, and merges the members' actions into the learner's. The
+trainer runs it inside the learner's compiled step (actors.JointStep): one call, one graph
+replay, one download for the learner and the pool.
+
+Shapes: with `fixed_shapes` (a compiled learner step) every slot up to the capacity takes part
+and the bucket only grows (powers of two from 8 up to `max_batch`, [league] opponent_batch), so
+after a few steps of warm-up no new shape appears; eager, the grid is as small as the step
+allows. A member with more rows than `max_batch` takes further rounds (more calls, same
+draws).
 
 Which member plays a row is the owner's to say: `member_of(rows) -> member ids` (the league's
-matchmaker, which draws it per episode), so the pool keeps no copy of it. Recurrent state is
-one per-row pair shared by all members: a row plays one member for a whole episode and is reset
-by row index when its game ends, so a row that switches member always starts from zeros. The
-sampler's uniforms are drawn from the pool's own generator in ascending row order, so the draws
-do not depend on member order (and a resume stays exact)."""
+matchmaker draws it per episode). Recurrent state is one per-row pair shared by all members (a
+row plays one member for a whole episode and is reset when its game ends). Uniform draws: one
+per row of the step's batch, in ascending row order, from the pool's own generator, so they do
+not depend on member slots or order (and a resume stays exact)."""
 
 from __future__ import annotations
 
@@ -23,17 +29,19 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from torch.func import functional_call, stack_module_state, vmap
+from torch.func import functional_call, vmap
 
 from ..actors import PolicyStep
+from ..devices import mark_static
 from ..layout import ACTION_WIDTH
 from ..policy.tcg_policy import TCGPolicy, freeze
-from ..policy.tcg_sampler import TCGSampler, draw_uniforms
+from ..policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler, draw_uniforms
 from ..recurrent import RowState
 from ..rng import restore_generator
 from ..transfer import Traffic
 
 MIN_BUCKET = 8
+SPARE_SLOTS = 2  # beyond [league] pool_size: a candidate before retention, a retiree still playing
 
 
 def bucket_size(n: int, max_batch: int) -> int:
@@ -46,12 +54,41 @@ def bucket_size(n: int, max_batch: int) -> int:
     return min(size, max(1, max_batch))
 
 
+class StackedSteps:
+    """Every member's PolicyStep at once, as a pure function of tensors (no host reads, fixed
+    shapes): what the learner's compiled step calls, and what the pool calls alone.
+
+    obs [n, OBS_BYTES] and rows [n] (env rows) are the step's batch; `actions` [n, 4] the
+    learner's (returned with the members' merged in); positions [slots, bucket] index the batch
+    (n = padding). Padding reads a zero observation (legal count 0: the sampler returns zeros)."""
+
+    def __init__(self, template: PolicyStep):
+        self.template = copy.deepcopy(template).to("meta")
+
+    def one_member(self, weights, buffers, obs, h, c, sampling, uniforms):
+        return functional_call(self.template, (weights, buffers), (obs, h, c, sampling, uniforms))
+
+    def __call__(self, obs, actions, rows, positions, h_all, c_all, uniforms, weights, buffers, sampling):
+        n = obs.shape[0]
+        valid = positions < n
+        at = positions.clamp(max=n - 1)
+        grid_rows = torch.where(valid, rows[at], h_all.shape[0] - 1)  # padding -> the state's sink row
+        keep = valid[..., None]
+        o = obs[at] * keep.to(obs.dtype)
+        h, c = h_all[grid_rows] * keep, c_all[grid_rows] * keep
+        acts, _, _, _, h2, c2 = vmap(self.one_member)(weights, buffers, o, h, c, sampling, uniforms[at])
+        merged = torch.cat([actions, actions[:1]])  # one spare row takes the padding's actions
+        merged[positions.reshape(-1)] = acts.reshape(-1, ACTION_WIDTH).to(merged.dtype)
+        return merged[:n], grid_rows, h2, c2
+
+
 class FrozenPool:
-    """Actor over the rows the frozen members play.
+    """The frozen members, as an Actor (`act`) and as the learner step's companion (`plan`,
+    `inputs`, `settle`: see actors.PolicyActor.decide).
 
     pool = FrozenPool(env.num_rows, cfg.league.opponent_batch, device, seed, member_of=who_plays_rows)
     pool.add("e000010", policy, sampling_params)
-    actions[rows] = pool.act(obs, rows)   # one stacked forward for every member
+    actions[rows] = pool.act(obs, rows)   # one stacked call for every member
     pool.reset_rows(done_rows)            # at episode ends (row ids)
     """
 
@@ -62,117 +99,169 @@ class FrozenPool:
         device: torch.device,
         seed: int = 0,
         member_of: Callable[[np.ndarray], np.ndarray] | None = None,
+        capacity: int = 4,
+        fixed_shapes: bool = False,
     ):
-        self.num_rows, self.max_batch = int(num_rows), int(max_batch)
-        self.device = device
+        self.num_rows, self.max_batch, self.capacity = int(num_rows), max(1, int(max_batch)), int(capacity)
+        self.device, self.fixed_shapes = device, fixed_shapes
         self.seed = int(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
-        self.members: dict[str, PolicyStep] = {}
-        self.sampling: dict[str, torch.Tensor] = {}  # member -> (primary T, subaction T, eps)
-        self.member_of = member_of  # env rows -> the member id playing each (used by `act`)
-        self.state: RowState | None = None  # [num_rows, hidden], made by the first add
-        self._stack = None  # stacked weights, rebuilt on add/remove
-        self.forwards = 0  # stacked forwards run (one per step and round)
+        self.member_of = member_of  # env rows -> the member id playing each
+        self.slots: dict[str, int] = {}  # member -> its slot in the stacked weights
+        self.configs: dict[str, object] = {}  # member -> its policy config (one architecture)
+        self.state: RowState | None = None  # per env row (+ a sink row), made by the first add
+        self.steps: StackedSteps | None = None
+        self.weights: dict[str, torch.Tensor] = {}  # stacked [capacity, ...], written per slot
+        self.buffers: dict[str, torch.Tensor] = {}
+        self.sampling: torch.Tensor | None = None  # [capacity, 3]: (primary T, subaction T, eps)
+        self.bucket = 0  # fixed shapes: the largest bucket so far
+        self.grids: list[np.ndarray] = []  # this step's position grids, one per round (plan)
+        self.staged: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}  # grids' shape -> (host, device)
+        self.uploaded: torch.Tensor | None = None  # this step's grids on the device
+        self.draws: dict[int, torch.Tensor] = {}  # batch size -> its uniforms buffer
+        self.forwards = 0  # stacked calls run (one per step and round)
         self.traffic = Traffic()
 
     def __contains__(self, member_id: str) -> bool:
-        return member_id in self.members
+        return member_id in self.slots
 
     def ids(self) -> list[str]:
-        return list(self.members)
+        return list(self.slots)
 
+    # ---- members ---------------------------------------------------------------------------
     def add(self, member_id: str, policy: TCGPolicy, sampling_params: dict | None = None) -> None:
-        """Registers a frozen copy of `policy` (the caller's object is never moved to this
+        """Copies `policy`'s weights into a free slot (the caller's object is never moved to this
         device). Every member must share one architecture, since their weights are stacked."""
-        if self.members:
-            first_id, first = next(iter(self.members.items()))
-            if policy.config != first.policy.config:
+        if self.configs:
+            first_id, first = next(iter(self.configs.items()))
+            if policy.config != first:
                 raise ValueError(
                     f"frozen member {member_id!r} has policy config {policy.config}, unlike "
-                    f"{first_id!r} ({first.policy.config}); pool members must share one architecture"
+                    f"{first_id!r} ({first}); pool members must share one architecture"
                 )
-        frozen = freeze(copy.deepcopy(policy).to(self.device))
-        self.members[member_id] = PolicyStep(frozen, TCGSampler())
-        self.sampling[member_id] = TCGSampler.from_params(sampling_params).params_tensor(self.device)
-        if self.state is None:
-            self.state = RowState(self.num_rows, policy.hidden_size, self.device)
-        self._stack = None
+        step = PolicyStep(freeze(copy.deepcopy(policy).to(self.device)), TCGSampler())
+        if self.steps is None:
+            self.steps = StackedSteps(step)
+            self.state = RowState(self.num_rows, policy.hidden_size, self.device, sink=True)
+            self._allocate(self.capacity, step)
+        free = sorted(set(range(self.capacity)) - set(self.slots.values()))
+        if not free:
+            free = [self.capacity]
+            self._allocate(2 * self.capacity, step)
+        slot = free[0]
+        for name, value in [*step.named_parameters(), *step.named_buffers()]:
+            (self.weights if name in self.weights else self.buffers)[name][slot].copy_(value)
+        self.sampling[slot] = TCGSampler.from_params(sampling_params).params_tensor(self.device)
+        self.slots[member_id], self.configs[member_id] = slot, policy.config
+
+    def _allocate(self, capacity: int, step: PolicyStep) -> None:
+        """Stacked tensors of `capacity` slots (the current ones copied in): new addresses, so a
+        compiled step records once more. Grows by doubling, from the pool_size the league asked for."""
+        def stacked(named, old):
+            out = {}
+            for name, value in named:
+                out[name] = torch.zeros(capacity, *value.shape, dtype=value.dtype, device=self.device)
+                if name in old:
+                    out[name][: self.capacity] = old[name]
+            return out
+
+        self.weights = stacked(step.named_parameters(), self.weights)
+        self.buffers = stacked(step.named_buffers(), self.buffers)
+        sampling = torch.zeros(capacity, 3, device=self.device)
+        if self.sampling is not None:
+            sampling[: self.capacity] = self.sampling
+        self.sampling, self.capacity = sampling, capacity
+        mark_static(*self.weights.values(), *self.buffers.values(), self.sampling, self.state.h_all, self.state.c_all)
 
     def remove(self, member_id: str) -> None:
-        if self.members.pop(member_id, None) is not None:
-            self.sampling.pop(member_id)
-            self._stack = None
+        """Frees the member's slot (no row is routed to it any more; its weights are overwritten
+        by the next member to take it)."""
+        self.slots.pop(member_id, None)
+        self.configs.pop(member_id, None)
 
-    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Actions int32 [len(rows), 4] for `rows` (each played by a loaded member, per `member_of`)."""
-        members = np.asarray(self.member_of(rows))
-        by_member = {m: rows[members == m] for m in dict.fromkeys(members.tolist())}
-        out = np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
-        for m, acts in self.act_members(obs, by_member).items():
-            out[members == m] = acts
-        return out
+    # ---- one step --------------------------------------------------------------------------
+    def plan(self, rows: np.ndarray, pool_rows: np.ndarray) -> None:
+        """Lays out this step's position grids: `rows` (ascending) is the step's batch, whose
+        `pool_rows` the members play (`member_of`). One grid [slots, bucket] per round."""
+        slots = np.fromiter((self.slots[m] for m in self.member_of(pool_rows)), np.int64, len(pool_rows))
+        used = self.capacity if self.fixed_shapes else int(slots.max()) + 1
+        counts = np.bincount(slots, minlength=used)
+        size = bucket_size(int(counts.max()), self.max_batch)
+        if self.fixed_shapes:
+            self.bucket = size = max(self.bucket, size)
+        order = np.argsort(slots, kind="stable")  # each slot's rows in ascending row order
+        rank = np.arange(len(order)) - (np.cumsum(counts) - counts)[slots[order]]
+        grids = np.full((-(-int(counts.max()) // size), used, size), len(rows), dtype=np.int32)
+        grids[rank // size, slots[order], rank % size] = np.searchsorted(rows, pool_rows[order])
+        self.grids = list(grids)
 
-    def _stacked(self):
-        """(template on the meta device, stacked params, stacked buffers, sampling [M, 3])."""
-        if self._stack is None:
-            steps = list(self.members.values())
-            params, buffers = stack_module_state(steps)
-            template = copy.deepcopy(steps[0]).to("meta")
-            sampling = torch.stack([self.sampling[m] for m in self.members])
-            self._stack = (template, params, buffers, sampling)
-        return self._stack
+    def inputs(self, n: int) -> tuple:
+        """The device inputs of the planned step's first round (after the env rows and the
+        observations the caller has): positions, state, draws, stacked weights. Uploads every
+        round's grid in one pinned copy and draws the step's uniforms (one per row of the batch)."""
+        grids = np.stack(self.grids)
+        host, up = self._staging(grids.shape)
+        host.numpy()[:] = grids
+        up.copy_(host, non_blocking=True)
+        self.uploaded = up
+        self.traffic.add(grids.nbytes, 0)
+        if n not in self.draws:
+            self.draws[n] = torch.zeros(n, 4, UNIFORM_WIDTH, device=self.device)
+            mark_static(self.draws[n])
+        uniforms = draw_uniforms(n, self.generator, out=self.draws[n])
+        weights, buffers, sampling = self.weights, self.buffers, self.sampling
+        used = grids.shape[1]
+        if used < self.capacity:  # eager: the slots in use only
+            weights, buffers = ({k: v[:used] for k, v in d.items()} for d in (weights, buffers))
+            sampling = sampling[:used]
+        return up[0], self.state.h_all, self.state.c_all, uniforms, weights, buffers, sampling
+
+    def _staging(self, shape: tuple) -> tuple[torch.Tensor, torch.Tensor]:
+        """A pinned host buffer and its device twin per grid shape (the first round's device grid
+        keeps its address from step to step: a CUDA graph reads it in place)."""
+        if shape not in self.staged:
+            cuda = self.device.type == "cuda"
+            host = torch.zeros(shape, dtype=torch.int32, pin_memory=cuda)
+            up = torch.zeros_like(host, device=self.device) if cuda else host
+            mark_static(up)
+            self.staged[shape] = (host, up)
+        return self.staged[shape]
+
+    def settle(self, merged, grid_rows, h2, c2, obs, rows, inputs: tuple) -> torch.Tensor:
+        """After the first round (run inside the learner's step, or by `act`): the members' new
+        state written back, and any further rounds run here. Returns the merged actions."""
+        self._write_state(grid_rows, h2, c2)
+        self.forwards += 1
+        for k in range(1, len(self.grids)):
+            merged, grid_rows, h2, c2 = self.steps(obs, merged, rows, self.uploaded[k], *inputs[1:])
+            self._write_state(grid_rows, h2, c2)
+            self.forwards += 1
+        return merged
+
+    def _write_state(self, grid_rows, h2, c2) -> None:
+        flat = grid_rows.reshape(-1)
+        self.state.h_all.index_copy_(0, flat, h2.reshape(len(flat), -1))
+        self.state.c_all.index_copy_(0, flat, c2.reshape(len(flat), -1))
 
     @torch.no_grad()
-    def act_members(self, obs: np.ndarray, rows_by_member: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Actions int32 [len(rows), 4] per member for its env rows (distinct ids across all
-        members) of the full observation array `obs` [num_rows, OBS_BYTES]."""
-        slot = {m: k for k, m in enumerate(self.members)}
-        rows_by_member = {m: np.asarray(r, dtype=np.int64) for m, r in rows_by_member.items()}
-        out = {m: np.zeros((len(r), ACTION_WIDTH), dtype=np.int32) for m, r in rows_by_member.items()}
-        start = 0
-        while any(len(r) > start for r in rows_by_member.values()):
-            chunks = {m: r[start : start + self.max_batch] for m, r in rows_by_member.items() if len(r) > start}
-            slots = np.concatenate([np.full(len(r), slot[m]) for m, r in chunks.items()])
-            positions = np.concatenate([np.arange(len(r)) for r in chunks.values()])
-            rows = np.concatenate(list(chunks.values()))
-            size = bucket_size(max(len(r) for r in chunks.values()), self.max_batch)
-            actions = self._forward(obs, slots, positions, rows, size)
-            done = 0
-            for m, r in chunks.items():
-                out[m][start : start + len(r)] = actions[done : done + len(r)]
-                done += len(r)
-            start += self.max_batch
-        return out
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Actions int32 [len(rows), 4] for env `rows` of the full observation array `obs`
+        [num_rows, OBS_BYTES] (each played by a loaded member, per `member_of`)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) == 0:
+            return np.zeros((0, ACTION_WIDTH), dtype=np.int32)
+        batch = np.unique(rows)
+        self.plan(batch, batch)
+        obs_up = torch.from_numpy(obs[batch]).to(self.device)
+        rows_up = torch.from_numpy(batch).to(self.device)
+        inputs = self.inputs(len(batch))
+        none = torch.zeros(len(batch), ACTION_WIDTH, dtype=torch.long, device=self.device)
+        out = self.settle(*self.steps(obs_up, none, rows_up, *inputs), obs_up, rows_up, inputs)
+        actions = out.cpu().numpy()
+        self.traffic.add(obs_up.nbytes + rows_up.nbytes, actions.nbytes)
+        return actions[np.searchsorted(batch, rows)].astype(np.int32)
 
-    def _forward(
-        self, obs: np.ndarray, slots: np.ndarray, positions: np.ndarray, rows: np.ndarray, size: int
-    ) -> np.ndarray:
-        """One stacked forward over every member: rows[i] goes to member slots[i] at padded
-        position positions[i]; returns the actions of those rows in the same order."""
-        template, params, buffers, sampling = self._stacked()
-        members, dev, state = len(self.members), self.device, self.state
-        rank = np.argsort(np.argsort(rows))  # draws go to rows in ascending row order
-        indices, rows_obs = np.stack([slots, positions, rows, rank]), obs[rows]
-        s, p, r, rank = torch.from_numpy(indices).to(dev)  # one copy up
-        o = torch.zeros(members, size, obs.shape[1], dtype=torch.uint8, device=dev)  # compact rows
-        o[s, p] = torch.from_numpy(rows_obs).to(dev)
-        h = torch.zeros(members, size, state.h.shape[1], device=dev)
-        c = torch.zeros_like(h)
-        h[s, p], c[s, p] = state.h[r], state.c[r]
-        draws = draw_uniforms(len(rows), self.generator)
-        uniforms = torch.zeros(members, size, *draws.shape[1:], device=dev)
-        uniforms[s, p] = draws[rank]
-
-        def one_member(params, buffers, obs, h, c, sampling, uniforms):
-            return functional_call(template, (params, buffers), (obs, h, c, sampling, uniforms))
-
-        actions, _, _, _, h2, c2 = vmap(one_member)(params, buffers, o, h, c, sampling, uniforms)
-        state.h[r], state.c[r] = h2[s, p], c2[s, p]
-        self.forwards += 1
-        out = actions[s, p].cpu().numpy()
-        self.traffic.add(indices.nbytes + rows_obs.nbytes, out.nbytes)
-        return out.astype(np.int32)
-
+    # ---- state -----------------------------------------------------------------------------
     def reset_rows(self, rows) -> None:
         """Zeroes the state of env rows `rows` (int row ids; a bool mask is refused)."""
         if self.state is not None:

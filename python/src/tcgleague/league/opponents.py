@@ -26,7 +26,7 @@ from ..policy.tcg_sampler import TCGSampler
 from ..rng import stream_seed
 from .epoch import GameResult, LeagueEpoch
 from .exploiter import MainExploiter
-from .frozen_pool import FrozenPool
+from .frozen_pool import SPARE_SLOTS, FrozenPool
 from .manager import LeagueManager
 from .matchmaking import EXPLOITER, SELF, Matchmaker, pfsp_weights
 from .replication import PoolReplication
@@ -54,7 +54,8 @@ class LeagueOpponents:
     `engine_env` is the in-process TCGEnv (VecEnv.engine_env) the greedy bot searches in; without
     one (pufferlib.vector backends) the bots are random only; the league never steps it itself.
     `device`: the run's (the frozen pool's forwards). `exploiter`: the main exploiter
-    ([league] exploiter_ratio > 0; one process only)."""
+    ([league] exploiter_ratio > 0; one process only). `fixed_shapes`: the learner's step is
+    compiled, so the pool's grids keep their shapes (frozen_pool.py)."""
 
     def __init__(
         self,
@@ -66,6 +67,7 @@ class LeagueOpponents:
         device: torch.device,
         dist: Dist,
         exploiter: MainExploiter | None = None,
+        fixed_shapes: bool = False,
     ):
         if exploiter is not None and dist.enabled:
             raise ValueError("the main exploiter runs in one process only (no torchrun)")
@@ -82,7 +84,15 @@ class LeagueOpponents:
             self.actors[EXPLOITER] = exploiter
         self.matchmaker = Matchmaker(num_games, cfg, seed=seed, bots=tuple(self.bots), exploiter=exploiter is not None)
         pool_seed = stream_seed(seed, "frozen_pool")
-        self.pool = FrozenPool(rows_of(num_games), cfg.opponent_batch, device, pool_seed, self.opponent_of_rows)
+        self.pool = FrozenPool(
+            rows_of(num_games),
+            cfg.opponent_batch,
+            device,
+            pool_seed,
+            self.opponent_of_rows,
+            capacity=cfg.pool_size + SPARE_SLOTS,
+            fixed_shapes=fixed_shapes,
+        )
         self.global_step = 0
         self.sync_pool()
 
@@ -96,28 +106,44 @@ class LeagueOpponents:
         mm = self.matchmaker
         return rows[mm.learner_mask[rows]], rows[mm.opponent_mask[rows]]
 
+    def plan(self, rows: np.ndarray, theirs: np.ndarray) -> tuple[np.ndarray, FrozenPool | None]:
+        """The frozen members decide in the learner's device step (the pool as its companion, on
+        the same upload, merged into the same download): returns the rows left for `act` (bots,
+        the exploiter and its snapshot) and the pool when it has rows among `theirs`."""
+        frozen = theirs[self.frozen_mask(theirs)]
+        if len(frozen) == 0:
+            return theirs, None
+        self.pool.plan(rows, frozen)
+        return np.setdiff1d(theirs, frozen, assume_unique=True), self.pool
+
+    def frozen_mask(self, rows: np.ndarray) -> np.ndarray:
+        """Which of opponent `rows` a frozen member plays (not a bot, the exploiter or its snapshot)."""
+        who = self.opponent_of_rows(rows)
+        frozen = ~np.isin(rows, self.matchmaker.snapshot_rows())
+        for name in self.actors:
+            frozen &= who != name
+        return frozen
+
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """One batched call per bot, for the exploiter and for its snapshot, one stacked forward
-        for all the frozen members."""
+        """One batched call per bot, for the exploiter and for its snapshot, one stacked call for
+        the frozen members (the trainer has them decide in its own step instead: `plan`)."""
         out = np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
         self.clock.steps += 1
         if len(rows) == 0:
             return out
         since = time.perf_counter()
         who = self.opponent_of_rows(rows)
-        frozen = np.ones(len(rows), dtype=bool)
         snapshot = np.isin(rows, self.matchmaker.snapshot_rows())
         if snapshot.any():  # the exploiter's snapshot of the learner, in the exploiter's games
             out[snapshot] = self.exploiter.act_as_snapshot(obs, rows[snapshot])
             since = self.clock.tick("exploiter", since)
-            frozen &= ~snapshot
             who = np.where(snapshot, None, who)
         for name, actor in self.actors.items():
             sel = who == name
-            frozen &= ~sel
             if sel.any():
                 out[sel] = actor.act(obs, rows[sel])
                 since = self.clock.tick("exploiter" if name == EXPLOITER else "bots", since)
+        frozen = self.frozen_mask(rows)
         if frozen.any():
             out[frozen] = self.pool.act(obs, rows[frozen])
             self.clock.tick("frozen", since)
