@@ -432,13 +432,16 @@ def test_episode_start_decides_from_a_zero_state_and_other_rows_keep_theirs():
 # ---- 7. CUDA ------------------------------------------------------------------------------------
 def sync_checked(fn, armed: dict):
     """`fn` run under torch.cuda.set_sync_debug_mode("error") while armed["on"]: a synchronising
-    CUDA call inside it raises RuntimeError."""
+    CUDA call inside it raises RuntimeError. Without CUDA the calls are only counted (the CPU
+    test below runs the same arming, so a renamed hot-loop method fails here too)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         if not armed["on"]:
             return fn(*args, **kwargs)
         armed["calls"] += 1
+        if not CUDA:
+            return fn(*args, **kwargs)
         torch.cuda.set_sync_debug_mode("error")
         try:
             return fn(*args, **kwargs)
@@ -453,9 +456,22 @@ def arm_hot_loop(trainer: Trainer, monkeypatch) -> dict:
     armed. (StepTransfer's non_blocking copies and its event wait are the step's one intended sync,
     so they stay outside.)"""
     armed = {"on": False, "calls": 0}
-    monkeypatch.setattr(trainer.learner, "decide", sync_checked(trainer.learner.actor.decide, armed))
+    monkeypatch.setattr(trainer.learner.actor, "decide", sync_checked(trainer.learner.actor.decide, armed))
     monkeypatch.setattr(trainer.learner.buffer, "store", sync_checked(trainer.learner.buffer.store, armed))
     return armed
+
+
+def test_the_hot_loop_the_gpu_tests_arm_is_the_rollouts_own(monkeypatch):
+    """On the CPU: the methods the GPU tests check for syncs (the learner's decide, with the
+    frozen pool as its companion, and the buffer's store) are the ones a league rollout calls."""
+    from tcgleague.bench.league import fill_pool
+
+    trainer = smoke_trainer("--league.enable", "true", "--league.activate-after-steps", "0", *batch_of(256))
+    fill_pool(trainer, 2)
+    armed = arm_hot_loop(trainer, monkeypatch)
+    armed["on"] = True
+    trainer.collect(trainer.sampler.params_tensor(trainer.device))
+    assert armed["calls"] >= 2 * 256 // NUM_GAMES and trainer.opponents.pool.forwards > 0
 
 
 @pytest.mark.gpu
@@ -471,16 +487,12 @@ def test_cuda_eager_rollout_hot_loop_never_syncs(monkeypatch):
     assert armed["calls"] == 2 * 256 // NUM_GAMES, "decide and store ran sync-checked every step"
 
 
-@pytest.mark.gpu
-@pytest.mark.skipif(not CUDA, reason="needs CUDA (torch sees no GPU here)")
-def test_cuda_compiled_epochs_record_cuda_graphs_once_and_never_sync(monkeypatch):
-    """reduce-overhead on CUDA: the decision step and the loss become CUDA graphs in the first
-    epoch; the second epoch replays them (no new recording), and the replayed hot loop never syncs.
-
-    Recordings are counted at CUDAGraphTreeManager.record_function, the single place in
-    torch/_inductor/cudagraph_trees.py that creates a CUDAGraphNode (a captured graph): warm-up
-    runs and replays (execute_node) do not pass through it, every (re-)recording does. The
-    inductor counters have no plain "recorded" count."""
+def count_recordings(monkeypatch) -> Counter:
+    """A fresh dynamo, and a counter of CUDA-graph recordings (["graphs"]): counted at
+    CUDAGraphTreeManager.record_function, the single place in torch/_inductor/cudagraph_trees.py
+    that creates a CUDAGraphNode (a captured graph): warm-up runs and replays (execute_node) do
+    not pass through it, every (re-)recording does. The inductor counters have no plain
+    "recorded" count."""
     from torch._dynamo.utils import counters
     from torch._inductor import cudagraph_trees
 
@@ -494,6 +506,17 @@ def test_cuda_compiled_epochs_record_cuda_graphs_once_and_never_sync(monkeypatch
         return record(self, *args, **kwargs)
 
     monkeypatch.setattr(cudagraph_trees.CUDAGraphTreeManager, "record_function", counting)
+    return recorded
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA (torch sees no GPU here)")
+def test_cuda_compiled_epochs_record_cuda_graphs_once_and_never_sync(monkeypatch):
+    """reduce-overhead on CUDA: the decision step and the loss become CUDA graphs in the first
+    epoch; the second epoch replays them (no new recording), and the replayed hot loop never syncs."""
+    from torch._dynamo.utils import counters
+
+    recorded = count_recordings(monkeypatch)
     trainer = smoke_trainer(
         "--base.device", "cuda", "--train.compile", "true", "--train.compile-mode", "reduce-overhead",
         "--train.update-epochs", "2",
@@ -514,6 +537,38 @@ def test_cuda_compiled_epochs_record_cuda_graphs_once_and_never_sync(monkeypatch
     trainer.collect(trainer.sampler.params_tensor(trainer.device))
     assert armed["calls"] == 2 * trainer.cfg.train.batch_size // NUM_GAMES
     assert recorded["graphs"] == after_first
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs CUDA (torch sees no GPU here)")
+def test_cuda_compiled_league_decides_for_the_pool_in_the_learners_graph(monkeypatch):
+    """The frozen members decide inside the learner's compiled step (actors.JointStep: one graph
+    for both, fixed shapes: opponent_batch 8 fixes the bucket at once, more rows take eager extra
+    rounds): after the warm-up epoch no recording and no recompile, and the hot loop (the pool's
+    grid upload, draws and state write-back included) never syncs. CPU twin:
+    test_frozen_pool.py (the same JointStep compiled with inductor, eager equality)."""
+    from torch._dynamo.utils import counters
+
+    from tcgleague.bench.league import fill_pool
+
+    recorded = count_recordings(monkeypatch)
+    trainer = smoke_trainer(
+        "--base.device", "cuda", "--train.compile", "true", "--train.compile-mode", "reduce-overhead",
+        "--league.enable", "true", "--league.activate-after-steps", "0", "--league.opponent-batch", "8",
+        "--league.checkpoint-add-interval", "1000000", "--league.latest-ratio", "0.3",
+    )  # fmt: skip
+    fill_pool(trainer, 3)
+    trainer.train_epoch()
+    after_first, graphs = recorded["graphs"], counters["stats"]["unique_graphs"]
+    forwards = trainer.opponents.pool.forwards
+    trainer.train_epoch()
+    assert trainer.opponents.pool.forwards > forwards, "the pool decided in the second epoch"
+    assert recorded["graphs"] == after_first, "the second epoch re-recorded CUDA graphs"
+    assert counters["stats"]["unique_graphs"] == graphs, "the second epoch recompiled"
+    armed = arm_hot_loop(trainer, monkeypatch)
+    armed["on"] = True
+    trainer.collect(trainer.sampler.params_tensor(trainer.device))
+    assert armed["calls"] > 0 and recorded["graphs"] == after_first
 
 
 @pytest.mark.gpu
