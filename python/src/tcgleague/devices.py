@@ -60,7 +60,10 @@ def league_evaluation(league: LeagueSection, device: torch.device) -> str:
     the learner trains the next epoch; the decision lands one epoch later: league/evaluation.py)
     or "inline" (the learner waits for them). auto picks background on CUDA, where the matches'
     forwards run on a second stream beside the learner's and their host work on a core the
-    learner leaves idle; on the CPU the matches and the learner share the cores: MEASURED."""
+    learner leaves idle. On the CPU the matches and the learner share the cores: on our 2-core
+    machine `bench league --device cpu` measured candidate epochs 1.17x longer in the background
+    than inline in two runs (10.3 -> 12.0 s, 9.8 -> 11.5 s: the learner's own work grew by more
+    than the 2.5-2.7 s of matches it no longer waited for), so auto stays inline there."""
     if league.evaluation != "auto":
         return league.evaluation
     return "background" if device.type == "cuda" else "inline"
