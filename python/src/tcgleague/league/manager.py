@@ -72,7 +72,7 @@ class MemberMatches:
     def prepare(self, a: str, b: str, games: int) -> Callable[[], Tally]:
         """The match with both sides loaded now: playing it (on any thread) reads no member store."""
         if games <= 0:
-            return Tally
+            return Tally  # nothing to play: an empty tally
         seed = (self.seed * 1_000_003 + zlib.crc32(f"{a}|{b}".encode())) % (2**31)
         extra = {"turn_cap": self.turn_cap} if self.turn_cap is not None else {}
         sides = self.side(a, seed), self.side(b, stream_seed(seed, "second_side"))
