@@ -319,6 +319,7 @@ PROBE_VALUES = {
     ("league", "exploiter_opponent"): "snapshot",
     ("league", "exploiter_ratio"): 0.05,  # latest_ratio + bot_ratio (0.9 by default) leave 0.1
     ("league", "rating"): "openskill",  # the only rating system: the default is all there is
+    ("league", "evaluation"): "background",
     ("dist", "backend"): "gloo",
     ("wandb", "project"): "probe-project",
     ("wandb", "group"): "probe-group",

@@ -847,9 +847,11 @@ def test_resume_with_a_running_game_vs_a_member_whose_file_is_gone(tmp_path):
 
 def test_bench_league_times_a_candidates_evaluation_matches(tmp_path):
     """`bench league` on the smoke config: besides the two throughputs, one candidate's
-    evaluation matches were played - eval_games vs the champion and vs greedy - and timed."""
+    evaluation matches were played - eval_games vs the champion and vs greedy - and timed, and
+    the learner's candidate epochs with those matches inline and in the background."""
     out = tmp_path / "league.json"
     argv = ["league", "--config", str(CONFIGS / "smoke.ini"), "--members", "3", "--epochs", "1", "--json", str(out)]
+    argv += ["--candidate-epochs", "2"]
     assert bench_main(argv) == 0
     figures = json.loads(out.read_text())
     assert figures["candidate_games"] == 2 * load_config(CONFIGS / "smoke.ini").league.eval_games
@@ -866,3 +868,8 @@ def test_bench_league_times_a_candidates_evaluation_matches(tmp_path):
     for mode in (selfplay, league):
         parts = mode["learner_step_seconds"] + mode["env_seconds"] + mode["opponents_seconds"]
         assert 0 < mode["env_seconds"] and parts == pytest.approx(mode["rollout_seconds"])
+    # candidate epochs, each ingesting a candidate: inline decides warm-up + 2; background, one
+    # epoch behind, as many (an untimed first epoch in its block, its last candidate pending)
+    assert figures["candidate_epoch_seconds"]["inline"] > 0 and figures["candidate_epoch_ratio"] > 0
+    assert figures["candidate_matches_seconds"]["inline"] > 0 and figures["candidate_wait_seconds"]["inline"] == 0
+    assert figures["candidate_decisions"] == {"inline": 3, "background": 3}

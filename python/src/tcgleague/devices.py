@@ -3,6 +3,7 @@
     [base] device  = auto | cpu | cuda | cuda:N    auto = cuda when torch sees a GPU, else cpu
     [train] compile = auto | true | false          auto = on for CUDA, off on the CPU
     [env] overlap   = auto | true | false          auto = on for CUDA (native backend), off on the CPU
+    [league] evaluation = auto | background | inline   auto = background on CUDA, inline on the CPU
 
 On CUDA, compiling with `reduce-overhead` turns the PPO step and the rollout's decision step
 into CUDA-graph replays, which removes the per-kernel launch cost that otherwise dominates at
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from .config import Config
+from .config import Config, LeagueSection
 
 
 def resolve_device(name: str, local_rank: int | None = None) -> torch.device:
@@ -52,6 +53,20 @@ def env_parts(cfg: Config, device: torch.device) -> int:
     e = cfg.env
     auto = device.type == "cuda" and cfg.vec.backend == "native" and e.num_games >= 2
     return 2 if e.overlap == "true" or (e.overlap == "auto" and auto) else 1
+
+
+def league_evaluation(league: LeagueSection, device: torch.device) -> str:
+    """Where a league candidate's evaluation matches play: "background" (on a worker thread while
+    the learner trains the next epoch; the decision lands one epoch later: league/evaluation.py)
+    or "inline" (the learner waits for them). auto picks background on CUDA, where the matches'
+    forwards run on a second stream beside the learner's and their host work on a core the
+    learner leaves idle. On the CPU the matches and the learner share the cores: on our 2-core
+    machine `bench league --device cpu` measured candidate epochs 1.17x longer in the background
+    than inline in two runs (10.3 -> 12.0 s, 9.8 -> 11.5 s: the learner's own work grew by more
+    than the 2.5-2.7 s of matches it no longer waited for), so auto stays inline there."""
+    if league.evaluation != "auto":
+        return league.evaluation
+    return "background" if device.type == "cuda" else "inline"
 
 
 CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")  # torch.compile modes that record CUDA graphs

@@ -41,3 +41,45 @@ def running_league(state: dict) -> RunningLeague:
             global_step=int(running["global_step"]),
             pool={"generator": running["opponents_generator"], "rows": running["opponent_state"]},
         )
+
+
+EVALUATION_ROLES = ("champion", "baseline", "verification")  # what a candidate's match decides
+
+
+@dataclass(frozen=True)
+class PendingEvaluation:
+    """A candidate's evaluation planned at `epoch` whose matches were still playing (background
+    evaluation) when the checkpoint was written: the candidate, the champion then, and its
+    opponents as (role, id) in play order. An exact resume plays them again."""
+
+    candidate: str
+    champion: str | None
+    epoch: int
+    opponents: tuple[tuple[str, str], ...]
+
+
+def _text(value, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"{what} must be a member id (a non-empty string), got {value!r}")
+    return value
+
+
+def pending_evaluation(state: dict | None) -> PendingEvaluation | None:
+    """The pending evaluation of a league state (its "pending_evaluation" part; None: none)."""
+    if state is None:
+        return None
+    with league_field("pending_evaluation"):
+        opponents = tuple((role, _text(who, "an opponent")) for role, who in state["opponents"])
+        for role, _ in opponents:
+            if role not in EVALUATION_ROLES:
+                raise ValueError(f"unknown match role {role!r} (valid: {', '.join(EVALUATION_ROLES)})")
+        champion = state["champion"]
+        epoch = state["epoch"]
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"epoch must be an integer >= 0, got {epoch!r}")
+        return PendingEvaluation(
+            candidate=_text(state["candidate"], "candidate"),
+            champion=None if champion is None else _text(champion, "champion"),
+            epoch=epoch,
+            opponents=opponents,
+        )

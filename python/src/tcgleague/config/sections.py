@@ -175,6 +175,7 @@ class LeagueSection:
     rating: str = "openskill"  # rating system (OpenSkill Plackett-Luce)
     opponent_batch: int = 256  # max rows per member in one stacked frozen forward (padded)
     verification_members: int = 0  # members a candidate also plays: those the learner has played least
+    evaluation: str = "auto"  # auto | background | inline: where candidates' matches play (auto: devices.py)
     exploiter_ratio: float = 0.0  # share of games vs the main exploiter (0 = no exploiter)
     exploiter_join_winrate: float = 0.7  # its win rate vs the main agent (or snapshot) that makes it a member
     exploiter_reset_epochs: int = 300  # epochs after which an exploiter that never joined restarts
@@ -222,6 +223,7 @@ SECTIONS: dict[str, type] = {
 # Rows and rollout slots travel as int32 in the rollout's one upload (transfer.py).
 INDEX_LIMIT = 2**31
 SWITCHES = ("auto", "true", "false")  # a boolean key that also has "auto"
+EVALUATION_MODES = ("auto", "background", "inline")  # [league] evaluation
 PRECISIONS = ("fp32", "bf16")
 NAN_POLICIES = ("stop", "skip_batch")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")

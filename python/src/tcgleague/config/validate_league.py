@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .sections import EXPLOITER_OPPONENTS, PFSP_WEIGHTINGS, RATINGS, Config
+from .sections import EVALUATION_MODES, EXPLOITER_OPPONENTS, PFSP_WEIGHTINGS, RATINGS, Config
 
 Check = Callable[[bool, str, str, str], None]  # check(ok, section, key, msg): record an error unless ok
 
@@ -98,3 +98,9 @@ def validate_league_pool(cfg: Config, check: Check) -> None:
     check(0 < lg.payoff_decay <= 1, "league", "payoff_decay", "must be in (0, 1] (1 = no decay; e.g. 0.99)")
     check(lg.rating in RATINGS, "league", "rating", f"must be one of {', '.join(RATINGS)}")
     check(lg.opponent_batch >= 1, "league", "opponent_batch", "must be >= 1 (e.g. 256)")
+    check(
+        lg.evaluation in EVALUATION_MODES,
+        "league",
+        "evaluation",
+        f"must be one of {', '.join(EVALUATION_MODES)} (auto = background on cuda, inline on the cpu)",
+    )

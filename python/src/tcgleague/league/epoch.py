@@ -1,9 +1,15 @@
 """The league's work at the end of each epoch, after the learner's update (rank 0 owns it; see
 replication.py): the epoch's game results into the payoff, the main exploiter's update and its
 join-or-restart verdict, and every checkpoint_add_interval epochs a candidate of the learner,
-ingested and evaluated (which saves the league state file; other epochs save it here, so the
-file's payoff is never more than an epoch old). Candidates are ingested before
-activate_after_steps too, so the pool is populated (and rated) when the league starts."""
+ingested and evaluated; then the league state file is saved (so its payoff is never more than an
+epoch old). Candidates are ingested before activate_after_steps too, so the pool is populated
+(and rated) when the league starts.
+
+With background evaluation (devices.league_evaluation) the candidate's matches are planned at
+its epoch and played on a worker thread while the learner trains the next epoch; that epoch's
+run joins and applies them first, before anything else: the manager sees the same changes in the
+same order as inline, one epoch later (evaluation.py). The pending evaluation is part of the
+checkpoint; an exact resume plays it again and applies it at the same epoch."""
 
 from __future__ import annotations
 
@@ -12,10 +18,13 @@ import time
 
 import torch
 
+from ..checkpoint.league_fields import pending_evaluation
 from ..config import LeagueSection
+from ..devices import league_evaluation
 from ..dist import Dist
 from ..policy.tcg_policy import unwrap
 from ..policy.tcg_sampler import TCGSampler
+from .evaluation import EvaluationWorker, Pending
 from .exploiter import JOIN, MainExploiter
 from .manager import LeagueManager
 from .matchmaking import LEARNER
@@ -24,12 +33,23 @@ GameResult = tuple[str, bool, bool]  # (opponent id, the learner won, the learne
 
 
 class LeagueEpoch:
-    """`run(...)` once per epoch; `exploiter_metrics` are the exploiter's last update's figures."""
+    """`run(...)` once per epoch; `exploiter_metrics` are the exploiter's last update's figures.
+    `device`: the run's (background evaluation plays on a second stream there when it is CUDA)."""
 
-    def __init__(self, cfg: LeagueSection, manager: LeagueManager, dist: Dist, exploiter: MainExploiter | None):
+    def __init__(
+        self,
+        cfg: LeagueSection,
+        manager: LeagueManager,
+        dist: Dist,
+        exploiter: MainExploiter | None,
+        device: torch.device,
+    ):
         self.cfg, self.manager, self.dist, self.exploiter = cfg, manager, dist, exploiter
         self.exploiter_metrics: dict[str, float] = {}
         self.perf: dict[str, float] = {}  # the last run's seconds: the exploiter's update, candidate matches
+        self.background = league_evaluation(cfg, device) == "background"
+        self.worker = EvaluationWorker(device)
+        self.pending: Pending | None = None  # rank 0: a candidate's evaluation playing on the worker
 
     def run(
         self,
@@ -41,16 +61,43 @@ class LeagueEpoch:
         active: bool,
     ) -> None:
         """`results`: this rank's finished games of the epoch vs non-self opponents; `active`:
-        whether the league plays its opponents yet (activate_after_steps)."""
-        self.record_results(results)
+        whether the league plays its opponents yet (activate_after_steps). perf: the main
+        thread's seconds in the candidate work (the pending evaluation's join and apply, the
+        new candidate's ingest and plan or inline matches, the state file) and the join's wait."""
         start = time.perf_counter()
+        waited = self.apply_pending()
+        applied = time.perf_counter()
+        self.record_results(results)
+        exploiter = time.perf_counter()
         if self.exploiter is not None:
             self.train_exploiter(epoch, global_step, policy, active)
         matches = time.perf_counter()
         if self.dist.is_main:
             self.ingest_candidate(epoch, global_step, policy, sampler)
         end = time.perf_counter()
-        self.perf = {"perf/league_exploiter_seconds": matches - start, "perf/league_matches_seconds": end - matches}
+        self.perf = {
+            "perf/league_exploiter_seconds": matches - exploiter,
+            "perf/league_matches_seconds": (applied - start) + (end - matches),
+            "perf/league_matches_wait_seconds": waited,
+        }
+
+    def apply_pending(self) -> float:
+        """Joins the pending evaluation - an exception of its matches is raised here - and applies
+        it; returns the seconds the join waited for the worker."""
+        if self.pending is None:
+            return 0.0
+        pending, self.pending = self.pending, None
+        start = time.perf_counter()
+        tallies = pending.future.result()
+        waited = time.perf_counter() - start
+        self.manager.apply_evaluation(pending.plan, tallies)
+        return waited
+
+    def wait(self) -> None:
+        """Blocks until the pending evaluation's matches are played (it is still applied by the
+        next run): a clean break for a benchmark that times epochs."""
+        if self.pending is not None:
+            self.pending.future.result()
 
     def record_results(self, results: list[GameResult]) -> None:
         """Every rank's finished games into the manager's payoff (rank 0), rank by rank in the
@@ -125,19 +172,40 @@ class LeagueEpoch:
         return next(f"{member_id}r{k}" for k in itertools.count(1) if f"{member_id}r{k}" not in taken)
 
     def ingest_candidate(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
-        candidate = epoch > 0 and epoch % self.cfg.checkpoint_add_interval == 0
-        if not candidate:
-            if self.manager.directory is not None:
-                self.manager.save()
+        """Every checkpoint_add_interval epochs: the learner joins the pool as a candidate and is
+        evaluated (inline), or its evaluation is planned and handed to the worker (background);
+        then the state file is saved."""
+        if epoch > 0 and epoch % self.cfg.checkpoint_add_interval == 0:
+            member_id = self.unique_member_id(f"e{epoch:06d}")
+            module = unwrap(policy)
+            self.manager.ingest(
+                member_id,
+                module.state_dict(),
+                module.config.to_dict(),
+                sampler.get_sampling_params(),
+                step=global_step,
+                epoch=epoch,
+            )
+            if not self.background:
+                self.manager.evaluate(member_id)  # saves the state file
+                return
+            self.pending = self.worker.submit(self.manager.plan_evaluation(member_id, epoch))
+        if self.manager.directory is not None:
+            self.manager.save()
+
+    # ---- state (rank 0's; the checkpoint's "pending_evaluation") --------------------------------
+    def state_dict(self) -> dict | None:
+        """The pending evaluation's plan (candidate, champion, epoch, opponents), or None."""
+        return self.pending.plan.state_dict() if self.pending is not None else None
+
+    def load_state_dict(self, state: dict | None, exact: bool, log=print) -> None:
+        """An exact resume plays the checkpoint's pending evaluation again (the matches are seeded
+        by their players: the same results) and the next run applies it, as the interrupted run
+        would have; any other resume leaves its candidate in the pool without a decision."""
+        pending = pending_evaluation(state)
+        if pending is None or not self.dist.is_main:
             return
-        member_id = self.unique_member_id(f"e{epoch:06d}")
-        module = unwrap(policy)
-        self.manager.ingest(
-            member_id,
-            module.state_dict(),
-            module.config.to_dict(),
-            sampler.get_sampling_params(),
-            step=global_step,
-            epoch=epoch,
-        )
-        self.manager.evaluate(member_id)
+        if not exact:
+            log(f"[resume] note: candidate {pending.candidate}'s pending evaluation is dropped (not an exact resume)")
+            return
+        self.pending = self.worker.submit(self.manager.replan(pending))

@@ -4,13 +4,16 @@ rates them, promotes champions, retires members and keeps the state file.
 Every `checkpoint_add_interval` epochs the learner is ingested as a *candidate*: it joins the
 frozen pool at once (a past self is a useful opponent whether or not it is stronger) and plays a
 match vs the champion and one vs each baseline (greedy); promotion.decide says whether it
-becomes champion. The pool is then bounded to pool_size (promotion.retain_ids).
+becomes champion. The pool is then bounded to pool_size (promotion.retain_ids). The evaluation
+is planned, played and applied in three steps (evaluation.py), so the matches can play on a
+worker thread; `evaluate` does all three at once.
 
 State lives in `<dir>/league_state.json`, written atomically with the previous version kept as
 `.bak`; loading falls back to the `.bak` when the main file is missing or corrupt."""
 
 from __future__ import annotations
 
+import functools
 import json
 import zlib
 from collections.abc import Callable
@@ -21,11 +24,14 @@ import torch
 
 from ..atomic import atomic_write
 from ..bots import BOTS, GREEDY
+from ..checkpoint import CheckpointError
+from ..checkpoint.league_fields import PendingEvaluation
 from ..config import LeagueSection
 from ..match import bot_side, play_match, policy_side
 from ..policy.tcg_sampler import TCGSampler
 from ..rng import stream_seed
 from ..scoring import Tally
+from .evaluation import BASELINE, CHAMPION, VERIFICATION, EvaluationPlan, PlannedMatch
 from .matchmaking import LEARNER, RESERVED_IDS
 from .members import MemberStore, in_memory
 from .promotion import Decision, decide, retain_ids
@@ -37,6 +43,7 @@ BASELINES = (GREEDY,)
 MAX_DECISIONS = 50  # recent decisions kept in the state file
 
 PlayMatch = Callable[[str, str, int], Tally]  # (a, b, games) -> a's tally
+UNLOADABLE = (KeyError, OSError, ValueError, CheckpointError)  # a member whose weights cannot be loaded
 
 
 class MemberMatches:
@@ -62,13 +69,17 @@ class MemberMatches:
         policy, params = self.store.load(member_id)
         return policy_side(policy.to(self.device), TCGSampler.from_params(params), seed, name=member_id)
 
-    def __call__(self, a: str, b: str, games: int) -> Tally:
+    def prepare(self, a: str, b: str, games: int) -> Callable[[], Tally]:
+        """The match with both sides loaded now: playing it (on any thread) reads no member store."""
         if games <= 0:
-            return Tally()
+            return Tally  # nothing to play: an empty tally
         seed = (self.seed * 1_000_003 + zlib.crc32(f"{a}|{b}".encode())) % (2**31)
         extra = {"turn_cap": self.turn_cap} if self.turn_cap is not None else {}
-        report = play_match(self.side(a, seed), self.side(b, stream_seed(seed, "second_side")), games, seed, **extra)
-        return report.tally
+        sides = self.side(a, seed), self.side(b, stream_seed(seed, "second_side"))
+        return lambda: play_match(*sides, games, seed, **extra).tally
+
+    def __call__(self, a: str, b: str, games: int) -> Tally:
+        return self.prepare(a, b, games)()
 
 
 class LeagueManager:
@@ -77,7 +88,7 @@ class LeagueManager:
     mgr = LeagueManager(cfg.league, run_dir / "league", seed=cfg.base.seed, device=device)
     mgr.load()                                   # reads league_state.json (or its .bak)
     mgr.ingest("e000010", state_dict, policy_config, step=..., epoch=10)
-    decision = mgr.evaluate("e000010")           # plays, rates, decides, retains, saves
+    decision = mgr.evaluate("e000010")           # plans, plays, applies (rates, decides, retains), saves
     """
 
     def __init__(
@@ -175,32 +186,93 @@ class LeagueManager:
         others.sort(key=lambda m: self.last_played.get(m, 0))  # stable: pool order (oldest first) breaks ties
         return others[: self.cfg.verification_members]
 
-    def evaluate(self, candidate: str) -> Decision:
-        """Plays the candidate vs the champion and the baselines, records the results, applies
-        the promotion rule, retains the pool, saves the state file; returns the decision.
+    def evaluate(self, candidate: str) -> Decision | None:
+        """Plans, plays and applies the candidate's evaluation at once (evaluation.py), then saves
+        the state file; returns the decision.
 
         Verification games: the candidate - the learner as it is now - also plays the members
         the learner has played least lately. PFSP rarely draws a member the learner once beat,
         so its payoff goes stale and a forgotten counter-strategy would go unnoticed; the
         match's result becomes the learner's payoff vs that member, so PFSP sends the learner
         back to what it lost."""
+        plan = self.plan_evaluation(candidate)
+        decision = self.apply_evaluation(plan, plan.play())
+        if self.directory is not None:
+            self.save()
+        return decision
+
+    def plan_evaluation(self, candidate: str, epoch: int = 0) -> EvaluationPlan:
+        """The candidate's matches - vs the champion, each baseline and the verification members
+        chosen now - with every side loaded (on this thread: the member store's owner)."""
         if candidate not in self.store:
             raise KeyError(f"{candidate!r} is not a league member")
+        opponents = [(CHAMPION, self.champion)] if self.champion not in (None, candidate) else []
+        opponents += [(BASELINE, bot) for bot in self.baselines]
+        opponents += [(VERIFICATION, m) for m in self.verification_opponents(candidate)]
         games = self.cfg.eval_games
-        vs_champion = None
-        if self.champion is not None and self.champion != candidate:
-            vs_champion = self.play(candidate, self.champion, games)
-            self.record_match(candidate, self.champion, vs_champion)
-        vs_baselines = {}
-        for bot in self.baselines:
-            vs_baselines[bot] = self.play(candidate, bot, games)
-            self.record_match(candidate, bot, vs_baselines[bot])
-        for member in self.verification_opponents(candidate):
-            result = self.play(candidate, member, games)
-            self.record_match(candidate, member, result)
-            self.payoff.update(LEARNER, member, *map(float, result.as_tuple()))
-            self.last_played[member] = self.games_recorded
-        decision = decide(self.cfg, candidate, self.champion, vs_champion, vs_baselines)
+        matches = [PlannedMatch(role, who, self.prepare(candidate, who, games)) for role, who in opponents]
+        return EvaluationPlan(candidate, self.champion, epoch, tuple(matches))
+
+    def replan(self, pending: PendingEvaluation) -> EvaluationPlan:
+        """A checkpoint's pending evaluation with its sides loaded again (an exact resume plays
+        the same seeded matches); a match whose side cannot be loaded any more is skipped (warned)."""
+        matches = []
+        for role, who in pending.opponents:
+            try:
+                play = self.prepare(pending.candidate, who, self.cfg.eval_games)
+            except UNLOADABLE as e:
+                self.log(
+                    f"[league] WARNING: candidate {pending.candidate}'s match vs {who} cannot be loaded ({e}): skipped"
+                )
+                play = None
+            matches.append(PlannedMatch(role, who, play))
+        return EvaluationPlan(pending.candidate, pending.champion, pending.epoch, tuple(matches))
+
+    def prepare(self, a: str, b: str, games: int) -> Callable[[], Tally]:
+        """A match of a vs b, its sides loaded now (MemberMatches.prepare; a plain PlayMatch is
+        called when played)."""
+        prepare = getattr(self.play, "prepare", None)
+        return prepare(a, b, games) if prepare is not None else functools.partial(self.play, a, b, games)
+
+    def apply_evaluation(self, plan: EvaluationPlan, tallies: list[Tally | None]) -> Decision | None:
+        """Records a played plan's results (a verification match's also as the learner's payoff)
+        and decides and retains (`conclude`). Results vs members that left the pool since the
+        plan, or whose match was skipped, are not recorded (warned); without every result the
+        promotion rule needs, or without the candidate, there is no decision (None)."""
+        candidate = plan.candidate
+        if candidate not in self.store:
+            self.log(f"[league] WARNING: candidate {candidate} left the pool before its evaluation: no decision")
+            return None
+        vs_champion, vs_baselines, skipped = None, {}, []
+        for match, tally in zip(plan.matches, tallies):
+            who = match.opponent
+            if tally is None or (who not in BOTS and who not in self.store):
+                skipped.append(match)
+                continue
+            self.record_match(candidate, who, tally)
+            if match.role == CHAMPION:
+                vs_champion = tally
+            elif match.role == BASELINE:
+                vs_baselines[who] = tally
+            else:
+                self.payoff.update(LEARNER, who, *map(float, tally.as_tuple()))
+                self.last_played[who] = self.games_recorded
+        if skipped:
+            names = ", ".join(m.opponent for m in skipped)
+            self.log(
+                f"[league] WARNING: candidate {candidate}: results vs {names} not recorded (retired or unloadable)"
+            )
+        if any(m.role != VERIFICATION for m in skipped):
+            self.log(f"[league] candidate {candidate}: no decision (a match the promotion rule needs was skipped)")
+            self.retain()
+            return None
+        return self.conclude(candidate, plan.champion, vs_champion, vs_baselines)
+
+    def conclude(
+        self, candidate: str, champion: str | None, vs_champion: Tally | None, vs_baselines: dict[str, Tally]
+    ) -> Decision:
+        """Applies the promotion rule (logged, kept in `decisions`) and retains the pool."""
+        decision = decide(self.cfg, candidate, champion, vs_champion, vs_baselines)
         if decision.promoted:
             self.champion = candidate
             self.promotions += 1
@@ -209,8 +281,6 @@ class LeagueManager:
         )
         self.decisions = (self.decisions + [asdict(decision)])[-MAX_DECISIONS:]
         self.retain()
-        if self.directory is not None:
-            self.save()
         return decision
 
     def metrics(self) -> dict[str, float]:

@@ -72,7 +72,7 @@ class LeagueOpponents:
         if exploiter is not None and dist.enabled:
             raise ValueError("the main exploiter runs in one process only (no torchrun)")
         self.cfg, self.manager, self.dist, self.exploiter = cfg, manager, dist, exploiter
-        self.epoch_work = LeagueEpoch(cfg, manager, dist, exploiter)
+        self.epoch_work = LeagueEpoch(cfg, manager, dist, exploiter, device)
         self.replication = PoolReplication(manager, dist)
         self.results: list[GameResult] = []  # this epoch's finished games vs non-self opponents
         self.clock, self.epoch_perf = ActClock(), {}  # this epoch's act times; the last epoch's perf/*
@@ -245,7 +245,8 @@ class LeagueOpponents:
     def state_dict(self) -> dict:
         """The manager's state (pool, ratings, payoff: also its league_state.json) and the
         running matchups, bot and pool RNG streams and the frozen rows' LSTM state, so a resume
-        that restores the env's games mid-episode continues them exactly."""
+        that restores the env's games mid-episode continues them exactly; rank 0's also the
+        candidate evaluation still playing (background evaluation; epoch.py)."""
         pool = self.pool.state_dict()
         running = {
             "matchmaker": self.matchmaker.state_dict(),
@@ -257,19 +258,22 @@ class LeagueOpponents:
         if not self.dist.is_main:  # a replica: rank 0's checkpoint part holds the manager
             return {"league": running}
         state = {"manager": self.manager.state_dict(), "league": running, "state_file": str(self.manager.state_path)}
+        state["pending_evaluation"] = self.epoch_work.state_dict()
         if self.exploiter is not None:
             state["exploiter"] = self.exploiter.state_dict()
         return state
 
     def load_state_dict(self, state: dict | None, exact: bool, log=print) -> None:
-        """Pool, ratings and payoff always; the running matchups only when `exact`. A running
-        game whose frozen member cannot be loaded any more continues as self-play (warned)."""
+        """Pool, ratings and payoff always; the running matchups and a pending evaluation only
+        when `exact`. A running game whose frozen member cannot be loaded any more continues as
+        self-play (warned)."""
         if state is None:
             log("[resume] note: the checkpoint has no league state: the league starts empty")
             return
         self.replication.restore(state)
         self.sync_pool()
         self.load_exploiter(state.get("exploiter"), exact, log)
+        self.epoch_work.load_state_dict(state.get("pending_evaluation"), exact, log)
         if not exact:
             return
         running, mm = running_league(state), self.matchmaker
