@@ -861,8 +861,7 @@ def test_bench_league_times_a_candidates_evaluation_matches(tmp_path):
     # the learner's own step (no time of their own), whose upload gains their position grids and
     # whose one download brings their actions too
     selfplay, league = figures["split"]["selfplay"], figures["split"]["league"]
-    assert league["bots_seconds"] > 0 and figures["frozen_forwards"] > 0
-    assert league["frozen_seconds"] == selfplay["frozen_seconds"] == 0
+    assert league["bots_seconds"] > 0 and figures["frozen_forwards"] > 0 and "frozen_seconds" not in league
     assert league["bytes_up_per_step"] > selfplay["bytes_up_per_step"] > 0
     assert league["bytes_down_per_step"] == selfplay["bytes_down_per_step"] > 0
     for mode in (selfplay, league):

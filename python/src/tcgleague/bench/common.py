@@ -73,7 +73,6 @@ SPLIT = {
     "env_seconds": "perf/env_seconds",
     "opponents_seconds": "perf/opponents_act_seconds",
     "bots_seconds": "perf/opponents_bots_seconds",
-    "frozen_seconds": "perf/opponents_frozen_seconds",
     "exploiter_seconds": "perf/opponents_exploiter_seconds",
     "update_seconds": "perf/update_seconds",
     "league_epoch_seconds": "perf/opponents_seconds",
@@ -99,13 +98,13 @@ def split_rows(split: dict[str, float]) -> list[tuple[str, str, str]]:
     return [
         ("epoch wall time", f"{s['epoch_seconds']:.3f} s", ""),
         (
-            "  rollout: learner step / env / opponents",
+            "  rollout: learner step (+ frozen pool) / env / opponents",
             f"{s['learner_step_seconds']:.3f} / {s['env_seconds']:.3f} / {s['opponents_seconds']:.3f} s",
             "",
         ),
         (
-            "    opponents: bots / frozen / exploiter",
-            f"{s['bots_seconds']:.3f} / {s['frozen_seconds']:.3f} / {s['exploiter_seconds']:.3f} s",
+            "    opponents: bots / exploiter",
+            f"{s['bots_seconds']:.3f} / {s['exploiter_seconds']:.3f} s",
             "",
         ),
         ("  update", f"{s['update_seconds']:.3f} s", ""),

@@ -34,9 +34,10 @@ from .replication import PoolReplication
 
 class ActClock:
     """Host seconds per kind of opponent over an epoch's env steps (each act returns host
-    actions, so the clock covers its device work), and the steps it counted."""
+    actions, so the clock covers its device work), and the steps it counted. The frozen pool
+    has no clock of its own: it decides in the learner's step (`plan`)."""
 
-    KINDS = ("bots", "exploiter", "frozen")
+    KINDS = ("bots", "exploiter")
 
     def __init__(self):
         self.seconds, self.steps = dict.fromkeys(self.KINDS, 0.0), 0
@@ -146,7 +147,6 @@ class LeagueOpponents:
         frozen = self.frozen_mask(rows)
         if frozen.any():
             out[frozen] = self.pool.act(obs, rows[frozen])
-            self.clock.tick("frozen", since)
         return out
 
     def after_step(
