@@ -22,7 +22,7 @@ from tcgleague.checkpoint import load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.dist import SINGLE
 from tcgleague.env import TCGEnv
-from tcgleague.layout import DRAW, features, legal_from_obs
+from tcgleague.layout import DRAW
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.frozen_pool import FrozenPool
 from tcgleague.league.manager import STATE_FILE, MemberMatches
@@ -32,7 +32,7 @@ from tcgleague.league.promotion import decide, retain_ids
 from tcgleague.league.ratings import Payoff, interleave
 from tcgleague.match import bot_side, play_match
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
-from tcgleague.policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler
+from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.scoring import Tally
 from tcgleague.train import checkpoint_writer

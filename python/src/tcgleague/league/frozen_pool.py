@@ -157,6 +157,7 @@ class FrozenPool:
     def _allocate(self, capacity: int, step: PolicyStep) -> None:
         """Stacked tensors of `capacity` slots (the current ones copied in): new addresses, so a
         compiled step records once more. Grows by doubling, from the pool_size the league asked for."""
+
         def stacked(named, old):
             out = {}
             for name, value in named:
