@@ -116,8 +116,9 @@ class FrozenPool:
         self.sampling: torch.Tensor | None = None  # [capacity, 3]: (primary T, subaction T, eps)
         self.bucket = 0  # fixed shapes: the largest bucket so far
         self.grids: list[np.ndarray] = []  # this step's position grids, one per round (plan)
-        self.staged: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}  # grids' shape -> (host, device)
-        self.uploaded: torch.Tensor | None = None  # this step's grids on the device
+        self.pinned: dict[tuple, torch.Tensor] = {}  # grids' shape -> host buffer
+        self.first_grids: dict[tuple, torch.Tensor] = {}  # [slots, bucket] -> the first round's, on the device
+        self.later_rounds: torch.Tensor | None = None  # this step's further rounds, on the device
         self.draws: dict[int, torch.Tensor] = {}  # batch size -> its uniforms buffer
         self.forwards = 0  # stacked calls run (one per step and round)
         self.traffic = Traffic()
@@ -199,12 +200,13 @@ class FrozenPool:
     def inputs(self, n: int) -> tuple:
         """The device inputs of the planned step's first round (after the env rows and the
         observations the caller has): positions, state, draws, stacked weights. Uploads every
-        round's grid in one pinned copy and draws the step's uniforms (one per row of the batch)."""
+        round's grid from one pinned buffer and draws the step's uniforms (one per row of the batch)."""
         grids = np.stack(self.grids)
-        host, up = self._staging(grids.shape)
+        host = self._pinned(grids.shape)
         host.numpy()[:] = grids
-        up.copy_(host, non_blocking=True)
-        self.uploaded = up
+        first = self._first_grid(grids.shape[1:])
+        first.copy_(host[0], non_blocking=True)
+        self.later_rounds = host[1:].to(self.device, non_blocking=True)  # rare; run outside the step
         self.traffic.add(grids.nbytes, 0)
         if n not in self.draws:
             self.draws[n] = torch.zeros(n, 4, UNIFORM_WIDTH, device=self.device)
@@ -215,18 +217,22 @@ class FrozenPool:
         if used < self.capacity:  # eager: the slots in use only
             weights, buffers = ({k: v[:used] for k, v in d.items()} for d in (weights, buffers))
             sampling = sampling[:used]
-        return up[0], self.state.h_all, self.state.c_all, uniforms, weights, buffers, sampling
+        return first, self.state.h_all, self.state.c_all, uniforms, weights, buffers, sampling
 
-    def _staging(self, shape: tuple) -> tuple[torch.Tensor, torch.Tensor]:
-        """A pinned host buffer and its device twin per grid shape (the first round's device grid
-        keeps its address from step to step: a CUDA graph reads it in place)."""
-        if shape not in self.staged:
-            cuda = self.device.type == "cuda"
-            host = torch.zeros(shape, dtype=torch.int32, pin_memory=cuda)
-            up = torch.zeros_like(host, device=self.device) if cuda else host
-            mark_static(up)
-            self.staged[shape] = (host, up)
-        return self.staged[shape]
+    def _pinned(self, shape: tuple) -> torch.Tensor:
+        """The host buffer the grids are written to, per shape (pinned on CUDA, so the copy up does
+        not wait; the step's download has synchronised before the next step writes it again)."""
+        if shape not in self.pinned:
+            self.pinned[shape] = torch.zeros(shape, dtype=torch.int32, pin_memory=self.device.type == "cuda")
+        return self.pinned[shape]
+
+    def _first_grid(self, shape: tuple) -> torch.Tensor:
+        """The first round's grid on the device, one per [slots, bucket]: it keeps its address from
+        step to step whatever the number of rounds, so a CUDA graph reads it in place."""
+        if shape not in self.first_grids:
+            self.first_grids[shape] = torch.zeros(shape, dtype=torch.int32, device=self.device)
+            mark_static(self.first_grids[shape])
+        return self.first_grids[shape]
 
     def settle(self, merged, grid_rows, h2, c2, obs, rows, inputs: tuple) -> torch.Tensor:
         """After the first round (run inside the learner's step, or by `act`): the members' new
@@ -234,7 +240,7 @@ class FrozenPool:
         self._write_state(grid_rows, h2, c2)
         self.forwards += 1
         for k in range(1, len(self.grids)):
-            merged, grid_rows, h2, c2 = self.steps(obs, merged, rows, self.uploaded[k], *inputs[1:])
+            merged, grid_rows, h2, c2 = self.steps(obs, merged, rows, self.later_rounds[k - 1], *inputs[1:])
             self._write_state(grid_rows, h2, c2)
             self.forwards += 1
         return merged
