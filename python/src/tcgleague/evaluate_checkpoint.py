@@ -122,8 +122,9 @@ def print_panel(r: dict, console: Console | None = None) -> None:
     table = Table(
         title=f"{r['checkpoint']} (epoch {r['epoch']}, global_step {r['global_step']:,}) vs the held-out panel"
     )
-    for col in ("opponent", "games", "W", "L", "D", "win rate", "Wilson 95%"):
-        table.add_column(col, justify="left" if col == "opponent" else "right")
+    table.add_column("opponent", overflow="fold")  # a member's whole path
+    for col in ("games", "W", "L", "D", "win rate", "Wilson 95%"):
+        table.add_column(col, justify="right")
     for v in r["panel"]:
         table.add_row(
             v["opponent"],
