@@ -1,6 +1,11 @@
 """Scripted opponents, batched over rows: `random` (uniform over the legal list) and `greedy`
 (the engine's one-ply search with a material heuristic, run in C). Both as plain functions and
-as Actors (actors.Actor) for the game runner, the league and the trainer."""
+as Actors (actors.Actor) for the game runner, the league and the trainer.
+
+A third, `lookahead_greedy` (the greedy heuristic judging each legal action a turn ahead, as a
+policy's lookahead plays it on: engine/lookahead.c), is never trained against: the league and
+the periodic evaluation use `BOTS` only, so it stays a held-out opponent
+(`evaluate_checkpoint --panel`)."""
 
 from __future__ import annotations
 
@@ -8,8 +13,9 @@ import numpy as np
 
 from .layout import ACTION_WIDTH, legal_counts, legal_tuples
 
-RANDOM, GREEDY = "random", "greedy"
-BOTS = (RANDOM, GREEDY)  # the scripted opponents, by name: the one list of them
+RANDOM, GREEDY, LOOKAHEAD_GREEDY = "random", "greedy", "lookahead_greedy"
+BOTS = (RANDOM, GREEDY)  # the scripted opponents training meets (league, periodic evaluation), by name
+SCRIPTED = (*BOTS, LOOKAHEAD_GREEDY)  # every scripted player, the held-out lookahead greedy included
 
 
 def random_actions(obs: np.ndarray, rng: np.random.Generator, rows: np.ndarray | None = None) -> np.ndarray:
@@ -25,16 +31,16 @@ def random_actions(obs: np.ndarray, rng: np.random.Generator, rows: np.ndarray |
     return actions
 
 
-def greedy_actions(env, rows: np.ndarray | None = None) -> np.ndarray:
+def greedy_actions(env, rows: np.ndarray | None = None, ahead: bool = False) -> np.ndarray:
     """The greedy bot's actions in `env` (a TCGEnv): for `rows` (env row ids) an int32
     [len(rows), 4] array, only those games searched; without `rows`, int32 [num_agents, 4]
-    with every active row filled."""
+    with every active row filled. With `ahead`, the lookahead greedy bot's."""
     out = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
     if rows is None:
-        env.engine.greedy(out)
+        env.engine.greedy(out, None, ahead)
         return out
     rows = np.ascontiguousarray(rows, dtype=np.int64)
-    env.engine.greedy(out, rows)
+    env.engine.greedy(out, rows, ahead)
     return out[rows]
 
 
@@ -60,18 +66,18 @@ class RandomBot:
 
 
 class GreedyBot:
-    """Actor: the engine's one-ply search. It searches inside the C engine, so it is bound to
-    the in-process TCGEnv whose games it plays (`env`)."""
+    """Actor: the engine's one-ply search (with `ahead`, the lookahead greedy's search a turn
+    ahead). It searches inside the C engine, so it is bound to the in-process TCGEnv whose
+    games it plays (`env`). Stateless: its searches draw from no stream."""
 
-    name = GREEDY
-
-    def __init__(self, env):
+    def __init__(self, env, ahead: bool = False):
         if env is None or not hasattr(env, "engine"):
             raise ValueError("the greedy bot needs an in-process TCGEnv (the native backend)")
-        self.env = env
+        self.env, self.ahead = env, ahead
+        self.name = LOOKAHEAD_GREEDY if ahead else GREEDY
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        return greedy_actions(self.env, rows)
+        return greedy_actions(self.env, rows, self.ahead)
 
     def reset_rows(self, rows: np.ndarray) -> None:
         """Stateless."""
@@ -81,6 +87,6 @@ def make_bot(name: str, env, seed: int = 0) -> RandomBot | GreedyBot:
     """The bot called `name` playing in `env`."""
     if name == RANDOM:
         return RandomBot(seed)
-    if name == GREEDY:
-        return GreedyBot(env)
-    raise ValueError(f"unknown bot {name!r}; valid: {', '.join(BOTS)}")
+    if name in (GREEDY, LOOKAHEAD_GREEDY):
+        return GreedyBot(env, ahead=name == LOOKAHEAD_GREEDY)
+    raise ValueError(f"unknown bot {name!r}; valid: {', '.join(SCRIPTED)}")

@@ -7,6 +7,7 @@ job differs only in its `dist` (its env shard's seed, its GPU, DDP, rank 0's lea
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -24,6 +25,8 @@ from .policy.tcg_sampler import TCGSampler
 from .rng import seed_global, stream_seed
 from .trainer import Trainer
 from .vecenv import VecEnv
+
+OpponentsFactory = Callable[[VecEnv, torch.device], OpponentSide]  # (the run's env, its device) -> its opponent side
 
 
 def env_kwargs(cfg: Config, seed: int) -> dict:
@@ -104,9 +107,12 @@ def build_trainer(
     dashboard: Dashboard | None = None,
     dist: Dist = SINGLE,
     device: torch.device | None = None,
+    opponents: OpponentsFactory | None = None,
 ) -> Trainer:
     """`device`: the run's, where the caller resolved it already (train.py, before it joins the
-    process group); otherwise resolved here. Everything below is handed this one device."""
+    process group); otherwise resolved here. Everything below is handed this one device.
+    `opponents`: makes the run's opponent side instead of self-play / the league (an exploit
+    run's frozen target: exploit/target_side.py)."""
     seed_global(cfg.base.seed)
     if cfg.base.torch_threads > 0:
         torch.set_num_threads(cfg.base.torch_threads)
@@ -117,5 +123,5 @@ def build_trainer(
     env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg, dist.rank_seed(cfg.base.seed)))
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), cfg.base.seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
-    opponents = build_opponents(cfg, env, run_dir, device, dist)
-    return Trainer(cfg, env, policy, sampler, opponents, device, logger, dashboard, dist)
+    side = opponents(env, device) if opponents else build_opponents(cfg, env, run_dir, device, dist)
+    return Trainer(cfg, env, policy, sampler, side, device, logger, dashboard, dist)

@@ -9,6 +9,11 @@ sampler is set to the checkpoint's annealed values (its primary temperature, and
 subaction temperature and smoothing at its step), unless --argmax or --temperature T is given.
 Games are played at the checkpoint's own [env] turn_cap, as its training evaluation was.
 With --lookahead [W] the checkpoint searches a turn ahead before each move (lookahead.py).
+
+With --panel it plays a held-out panel instead of one opponent: the bots (random, greedy and
+lookahead_greedy, the greedy heuristic judging each move a turn ahead, which no training meets)
+and every --panel-member checkpoint, each exactly as `--opponent X` alone would play it (same
+seed, same games), and reports each win rate with the panel's mean and worst.
 """
 
 from __future__ import annotations
@@ -24,12 +29,12 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from .bots import BOTS
+from .bots import SCRIPTED
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .errors import ArgumentError, entry_point, output_file
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
-from .match import bot_side, play_match, policy_side
+from .match import ActorFactory, bot_side, play_match, policy_side
 from .report.panels import log_evaluation
 from .rng import stream_seed
 
@@ -54,17 +59,7 @@ def evaluate_loaded(
     searchers: list[LookaheadActor] = []
     if lookahead is not None:
         learner = lookahead_side(learner, seed, lookahead, searchers)
-    opp_info = {"opponent": opponent}
-    if opponent in BOTS:
-        opp = bot_side(opponent, stream_seed(seed, "second_side"))
-    else:
-        if not Path(opponent).is_file():
-            raise CheckpointError(f"--opponent {opponent}: neither a bot ({', '.join(BOTS)}) nor a checkpoint file")
-        other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log)
-        opp = policy_side(
-            other.policy.eval(), checkpoint_sampler(other), stream_seed(seed, "second_side"), name=str(other.path)
-        )
-        opp_info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
+    opp, opp_info = opponent_side(opponent, stream_seed(seed, "second_side"), strict, log)
     turn_cap = checkpoint_turn_cap(loaded)
     start = time.perf_counter()
     report = play_match(learner, opp, episodes, seed, parallel=parallel, turn_cap=turn_cap)
@@ -85,6 +80,64 @@ def evaluate_loaded(
         seconds=time.perf_counter() - start,
     )
     return out
+
+
+def opponent_side(opponent: str, seed: int, strict: bool = False, log=print) -> tuple[ActorFactory, dict]:
+    """The match side of `opponent` (a bots.SCRIPTED name, or a checkpoint path played with its
+    annealed sampler), sampling from `seed`, and what the report says about it."""
+    info = {"opponent": opponent}
+    if opponent in SCRIPTED:
+        return bot_side(opponent, seed), info
+    if not Path(opponent).is_file():
+        raise CheckpointError(f"--opponent {opponent}: neither a bot ({', '.join(SCRIPTED)}) nor a checkpoint file")
+    other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log)
+    side = policy_side(other.policy.eval(), checkpoint_sampler(other), seed, name=str(other.path))
+    info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
+    return side, info
+
+
+def evaluate_panel(loaded: LoadedCheckpoint, members: list[str], episodes: int, seed: int, **options) -> dict:
+    """The checkpoint vs the held-out panel: every bots.SCRIPTED bot, then each of `members`
+    (checkpoint paths), each match by `evaluate_loaded` with the same `seed`, `episodes` and
+    `options`, so each entry is the report `--opponent X` alone gives. Adds the panel's mean
+    and worst win rate."""
+    reports = [evaluate_loaded(loaded, opponent, episodes, seed, **options) for opponent in (*SCRIPTED, *members)]
+    worst = min(reports, key=lambda r: r["winrate"])
+    return {
+        "checkpoint": str(loaded.path),
+        "global_step": loaded.global_step,
+        "epoch": int(loaded.state["epoch"]),
+        "seed": seed,
+        "episodes": episodes,
+        "panel": reports,
+        "mean_winrate": sum(r["winrate"] for r in reports) / len(reports),
+        "worst_winrate": worst["winrate"],
+        "worst_opponent": worst["opponent"],
+        "seconds": sum(r["seconds"] for r in reports),
+    }
+
+
+def print_panel(r: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    table = Table(
+        title=f"{r['checkpoint']} (epoch {r['epoch']}, global_step {r['global_step']:,}) vs the held-out panel"
+    )
+    table.add_column("opponent", overflow="fold")  # a member's whole path
+    for col in ("games", "W", "L", "D", "win rate", "Wilson 95%"):
+        table.add_column(col, justify="right")
+    for v in r["panel"]:
+        table.add_row(
+            v["opponent"],
+            str(v["episodes"]),
+            str(v["wins"]),
+            str(v["losses"]),
+            str(v["draws"]),
+            f"{v['winrate']:.3f}",
+            f"[{v['wilson_low']:.3f}, {v['wilson_high']:.3f}]",
+        )
+    table.add_row("panel mean", "", "", "", "", f"{r['mean_winrate']:.3f}", "")
+    table.add_row(f"panel worst ({r['worst_opponent']})", "", "", "", "", f"{r['worst_winrate']:.3f}", "")
+    console.print(table)
 
 
 def print_report(r: dict, console: Console | None = None) -> None:
@@ -134,7 +187,15 @@ def parse_args(argv):
     )
     p.add_argument("checkpoint", nargs="?", help="a model_<run>_<epoch>.pt file (or give it as --checkpoint)")
     p.add_argument("--checkpoint", dest="checkpoint_flag", metavar="PATH", help="the same, as a flag")
-    p.add_argument("--opponent", default="greedy", help="random | greedy | another checkpoint's path (default greedy)")
+    p.add_argument("--opponent", help=f"{' | '.join(SCRIPTED)} | another checkpoint's path (default greedy)")
+    p.add_argument(
+        "--panel",
+        action="store_true",
+        help=f"play the held-out panel instead of one opponent: {', '.join(SCRIPTED)} and every --panel-member",
+    )
+    p.add_argument(
+        "--panel-member", action="append", default=[], metavar="PATH", help="a checkpoint in the panel (repeatable)"
+    )
     p.add_argument("--episodes", type=int, default=1000, help="games (rounded up to whole deals of 2; default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the pre-generated deals and the sampling (default 0)")
     mode = p.add_mutually_exclusive_group()
@@ -169,6 +230,11 @@ def parse_args(argv):
         p.error("--seed must be >= 0")
     if args.temperature is not None and not args.temperature > 0:
         p.error("--temperature must be > 0")
+    if args.panel and (args.opponent is not None or args.wandb):
+        p.error("--panel plays its own opponents and reports them together: not with --opponent or --wandb")
+    if args.panel_member and not args.panel:
+        p.error("--panel-member needs --panel")
+    args.opponent = args.opponent or "greedy"
     return args
 
 
@@ -181,18 +247,22 @@ def main(argv: list[str] | None = None) -> int:
     loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict)
     if args.wandb and not os.access(loaded.path.resolve().parent, os.W_OK):
         raise ArgumentError(f"--wandb: the checkpoint's directory {loaded.path.parent} is not writable")
-    report = evaluate_loaded(
-        loaded,
-        args.opponent,
-        args.episodes,
-        args.seed,
-        args.argmax,
-        args.temperature,
-        args.parallel,
-        args.strict,
+    options = dict(
+        argmax=args.argmax,
+        temperature=args.temperature,
+        parallel=args.parallel,
+        strict=args.strict,
         lookahead=args.lookahead,
     )
-    print_report(report)
+    if args.panel:
+        for member in args.panel_member:  # every input checked before the first game
+            if not Path(member).is_file():
+                raise ArgumentError(f"--panel-member {member}: not a checkpoint file")
+        report = evaluate_panel(loaded, args.panel_member, args.episodes, args.seed, **options)
+        print_panel(report)
+    else:
+        report = evaluate_loaded(loaded, args.opponent, args.episodes, args.seed, **options)
+        print_report(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         print(f"wrote {args.json}")

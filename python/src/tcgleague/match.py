@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from .actors import Actor, PolicyActor
-from .bots import BOTS, make_bot, random_actions
+from .bots import BOTS, SCRIPTED, make_bot, random_actions
 from .env import TCGEnv, finished_games, game_of, rows_of, seat_of
 from .layout import ACTION_WIDTH, DEFAULT_TURN_CAP, DRAW, PASS
 from .policy.tcg_policy import TCGPolicy
@@ -51,9 +51,9 @@ def policy_side(
 
 
 def bot_side(name: str, seed: int = 0) -> ActorFactory:
-    """A bot ("random" or "greedy") as a match side."""
-    if name not in BOTS:
-        raise ValueError(f"unknown bot {name!r}; valid: {', '.join(BOTS)}")
+    """A bot (bots.SCRIPTED: "random", "greedy" or "lookahead_greedy") as a match side."""
+    if name not in SCRIPTED:
+        raise ValueError(f"unknown bot {name!r}; valid: {', '.join(SCRIPTED)}")
     return lambda env: make_bot(name, env, seed)
 
 

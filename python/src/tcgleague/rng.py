@@ -20,6 +20,8 @@ SEED_OFFSETS = {
     "match_filler": 2,  # a match's idle game slots (random moves), from the match's seed
     "league_random_bot": 2,  # the league's random bot, from the rank's seed
     "exploiter": 3,  # the main exploiter's initial weights and streams, from [base] seed
+    "exploit_seats": 4,  # an exploit run's draws of the target's seat per game, from [base] seed
+    "exploit_target": 5,  # an exploit run's target in its training games (sampling, salts, bot), from [base] seed
     "evaluation": 1000,  # the trainer's periodic evaluation deals (+ the epoch), away from the env's seeds
 }
 

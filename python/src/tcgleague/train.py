@@ -29,7 +29,7 @@ from .checkpoint import (
 )
 from .config import Config, load_config
 from .devices import resolve_device
-from .dist import Dist, init_distributed, shutdown, torchrun_local_rank
+from .dist import SINGLE, Dist, init_distributed, shutdown, torchrun_local_rank
 from .engine.cards import load_card_pool
 from .errors import ArgumentError, UserInputError, entry_point
 from .logger import Dashboard, RunLogger
@@ -83,6 +83,20 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         "([env] reward_shaping, [train] gamma), re-initialise the value head (default: on)",
     )
     return parser.parse_known_args(argv)
+
+
+def make_run_dir(cfg: Config, dist: Dist = SINGLE) -> tuple[Path, str]:
+    """A new run directory `<experiments_dir>/<run_name>_<id>` and its id (rank 0's, told to
+    every rank); rank 0 creates it, after removing the temp files killed writers of earlier
+    runs of this name left behind."""
+    run_id = dist.broadcast(f"{int(time.time())}{uuid.uuid4().hex[:4]}")
+    run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_{run_id}"
+    if dist.is_main:
+        removed = remove_leftover_temp_files(Path(cfg.base.experiments_dir).glob(f"{cfg.base.run_name}_*"))
+        if removed:
+            print(f"removed {len(removed)} temp file(s) left by interrupted writes of earlier runs", file=sys.stderr)
+        run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir, run_id
 
 
 def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path | None]:
@@ -199,14 +213,9 @@ def run(args: argparse.Namespace, cfg: Config, dist: Dist, device: torch.device)
     # Rank 0 resolves and validates the checkpoint; a refusal stops every rank with its one line.
     loaded, options = dist.from_main(lambda: load_resume(args, cfg), refusals=(UserInputError,))
     # Every input is valid: only now is anything created on disk (by rank 0 alone).
-    run_id = dist.broadcast(f"{int(time.time())}{uuid.uuid4().hex[:4]}")
-    run_dir = Path(cfg.base.experiments_dir) / f"{cfg.base.run_name}_{run_id}"
+    run_dir, run_id = make_run_dir(cfg, dist)
     logger = dashboard = None
     if dist.is_main:
-        removed = remove_leftover_temp_files(Path(cfg.base.experiments_dir).glob(f"{cfg.base.run_name}_*"))
-        if removed:
-            print(f"removed {len(removed)} temp file(s) left by interrupted writes of earlier runs", file=sys.stderr)
-        run_dir.mkdir(parents=True, exist_ok=True)
         logger = RunLogger(run_dir, cfg.to_dict(), cfg.wandb, run_id)
         dashboard = Dashboard(cfg.base.run_name, cfg.train.total_timesteps, enabled=cfg.train.dashboard)
     started = refused = False

@@ -1,4 +1,4 @@
-"""Entry point: python -m tcgleague.bench {engine,train,compile,learn,league,scale,peer} [options]."""
+"""Entry point: python -m tcgleague.bench {engine,train,compile,learn,league,scale,peer,exploit} [options]."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import entry_point, output_file
 from . import compile as compile_bench
-from . import engine, league, learn, peer, scale, train
+from . import engine, exploit, league, learn, peer, scale, train
 
 BENCHES = {
     "engine": engine,
@@ -20,6 +20,7 @@ BENCHES = {
     "league": league,
     "scale": scale,
     "peer": peer,
+    "exploit": exploit,
 }
 
 

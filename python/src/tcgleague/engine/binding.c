@@ -141,18 +141,20 @@ static PyObject *engine_step(EngineObject *self, PyObject *args) {
     return Py_BuildValue("(iii)", e->error_game, e->error_index, e->games[e->error_game].n_legal);
 }
 
-/* greedy(out[, rows]): writes the greedy bot's action into the active rows of int32 [rows, 4];
- * with `rows` (int64 env row ids) only those games are searched (a league plays greedy in a few). */
-static void greedy_game(Env *env, int i, int32_t *out) {
+/* greedy(out[, rows[, ahead]]): writes the greedy bot's action into the active rows of int32
+ * [rows, 4]; with `rows` (int64 env row ids) only those games are searched (a league plays greedy
+ * in a few); with `ahead` the lookahead greedy bot's (lookahead.c) instead. */
+static void greedy_game(Env *env, int i, int32_t *out, int ahead) {
     const Game *g = &env->games[i];
-    const uint8_t *l = g->legal[greedy_choice(env, g)];
+    const uint8_t *l = g->legal[ahead ? lookahead_greedy_choice(env, g) : greedy_choice(env, g)];
     int32_t *row = out + (size_t)(2 * i + g->decider) * ACTION_WIDTH;
     for (int k = 0; k < ACTION_WIDTH; k++) row[k] = l[k];
 }
 
 static PyObject *engine_greedy(EngineObject *self, PyObject *args) {
     PyObject *out_obj, *rows_obj = Py_None;
-    if (!PyArg_ParseTuple(args, "O|O", &out_obj, &rows_obj) || check_game(self, 0) < 0) return NULL;
+    int ahead = 0;
+    if (!PyArg_ParseTuple(args, "O|Op", &out_obj, &rows_obj, &ahead) || check_game(self, 0) < 0) return NULL;
     Py_buffer b, r = {0};
     if (PyObject_GetBuffer(out_obj, &b, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
     if (b.len != 4 * 2 * (Py_ssize_t)self->env.num_games * ACTION_WIDTH) {
@@ -182,7 +184,7 @@ static PyObject *engine_greedy(EngineObject *self, PyObject *args) {
 #pragma omp parallel for schedule(dynamic, 16) num_threads(env->num_threads) if (env->num_threads > 1)
         for (Py_ssize_t k = 0; k < n; k++) {
             int i = rows == NULL ? (int)k : (int)(rows[k] / 2);
-            if (rows == NULL || env->games[i].decider == rows[k] % 2) greedy_game(env, i, out);
+            if (rows == NULL || env->games[i].decider == rows[k] % 2) greedy_game(env, i, out, ahead);
         }
         Py_END_ALLOW_THREADS
     }
@@ -383,7 +385,7 @@ static PyMethodDef engine_methods[] = {
     {"reset", (PyCFunction)engine_reset, METH_VARARGS, "reset(seed): start a fresh game in every slot"},
     {"step", (PyCFunction)engine_step, METH_VARARGS,
      "step(actions int32[rows,4][, lo, hi]) -> None or (game, row, n_legal): games [lo, hi) (all by default)"},
-    {"greedy", (PyCFunction)engine_greedy, METH_VARARGS, "greedy(out int32[rows,4][, rows int64]): greedy bot actions for active rows"},
+    {"greedy", (PyCFunction)engine_greedy, METH_VARARGS, "greedy(out int32[rows,4][, rows int64[, ahead]]): greedy (or lookahead greedy) bot actions for active rows"},
     {"lookahead", (PyCFunction)engine_lookahead, METH_VARARGS,
      "lookahead(game, salt, obs u8[MAX_LEGAL, OBS_BYTES], status i8[MAX_LEGAL]) -> n_legal"},
     {"set_deal", (PyCFunction)engine_set_deal, METH_VARARGS, "set_deal(game, seed, deck0, deck1, swapped)"},

@@ -21,7 +21,9 @@ static float side_value(const Env *env, const Game *g, int seat) {
     return v + 0.8f * p->hand_count;
 }
 
-static float evaluate(const Env *env, const Game *g, int me) {
+/* The material heuristic of game g from seat me's side (a won game 1e4, a lost one -1e4): what the
+ * greedy bot maximises, and what the lookahead greedy judges its play-outs by (lookahead.c). */
+float greedy_value(const Env *env, const Game *g, int me) {
     if (g->result == me) return 1e4f;
     if (g->result == RESULT_DRAW) return 0.0f;
     if (g->result != RESULT_NONE) return -1e4f;
@@ -29,7 +31,7 @@ static float evaluate(const Env *env, const Game *g, int me) {
 }
 
 static float lookahead(const Env *env, Game *g, int me, int depth) {
-    if (g->result != RESULT_NONE || depth >= 3) return evaluate(env, g, me);
+    if (g->result != RESULT_NONE || depth >= 3) return greedy_value(env, g, me);
     if (g->phase == PH_TARGET && g->decider == me) {
         float best = -FLT_MAX;
         for (int i = 0; i < g->n_legal; i++) {
@@ -45,7 +47,7 @@ static float lookahead(const Env *env, Game *g, int me, int depth) {
         game_apply(env, &sim, 0);  /* the opponent passes: legal[0] is always PASS */
         return lookahead(env, &sim, me, depth + 1);
     }
-    return evaluate(env, g, me);
+    return greedy_value(env, g, me);
 }
 
 static int keep_hand(const Env *env, const Player *p) {
@@ -63,7 +65,7 @@ int greedy_choice(const Env *env, const Game *g) {
     for (int i = 0; i < g->n_legal; i++) {
         float v;
         if (g->phase == PH_MAIN && g->legal[i][0] == ACT_PASS) {
-            v = evaluate(env, g, me);  /* ending the turn keeps the board as it is */
+            v = greedy_value(env, g, me);  /* ending the turn keeps the board as it is */
         } else {
             Game sim = *g;
             game_apply(env, &sim, i);

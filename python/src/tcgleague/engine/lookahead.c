@@ -17,6 +17,7 @@
  * "Cannot see" treats played and discarded cards as public, as at a table: the opponent's
  * unseen cards are its deck list less those, though the observation carries discard piles as
  * counts only. */
+#include <float.h>
 #include <stddef.h>
 #include <string.h>
 #include "tcg.h"
@@ -83,12 +84,18 @@ static Game public_copy(const Game *g, uint64_t salt) {
     return sim;
 }
 
+/* The greedy heuristic plays both seats of sim (g after a candidate of its decider `me`) on
+ * until me's next turn begins, the game ends or LOOK_MOVES decisions were played. */
+static void play_out(const Env *env, const Game *g, Game *sim, int me) {
+    for (int k = 0; k < LOOK_MOVES && sim->result == RESULT_NONE && !next_own_turn(g, sim, me); k++)
+        game_apply(env, sim, greedy_choice(env, sim));
+}
+
 static int look_one(const Env *env, const Game *g, int i, uint64_t salt, uint8_t *obs) {
     int me = g->decider;
     Game sim = public_copy(g, salt);
     game_apply(env, &sim, i);
-    for (int k = 0; k < LOOK_MOVES && sim.result == RESULT_NONE && !next_own_turn(g, &sim, me); k++)
-        game_apply(env, &sim, greedy_choice(env, &sim));
+    play_out(env, g, &sim, me);
     if (sim.result == RESULT_DRAW) return LOOK_DRAW;
     if (sim.result != RESULT_NONE) return sim.result == me ? LOOK_WIN : LOOK_LOSS;
     if (!next_own_turn(g, &sim, me)) return LOOK_WAIT;
@@ -101,6 +108,27 @@ static int look_one(const Env *env, const Game *g, int i, uint64_t salt, uint8_t
 int lookahead_game(const Env *env, const Game *g, uint64_t salt, uint8_t *obs, int8_t *status) {
     for (int i = 0; i < g->n_legal; i++) status[i] = (int8_t)look_one(env, g, i, salt, obs + (size_t)i * OBS_BYTES);
     return g->n_legal;
+}
+
+/* The lookahead greedy bot (bots.LOOKAHEAD_GREEDY, held out of training for evaluation panels):
+ * the greedy bot searching a turn ahead. Each legal action is played on as a policy's lookahead
+ * plays it (the same public copy, the same horizon: the decider's next turn), and the position
+ * it leads to is judged by the greedy bot's own heuristic, greedy_value. A mulligan or a lone
+ * legal action is the greedy bot's choice. The re-deal's salt comes from the turn and the seat,
+ * so the bot has no stream of its own and never reads what its decider cannot see. */
+int lookahead_greedy_choice(const Env *env, const Game *g) {
+    if (g->phase == PH_MULLIGAN || g->n_legal <= 1) return greedy_choice(env, g);
+    int me = g->decider, best_i = 0;
+    uint64_t salt = mix64(0x600DA4EADull + 2u * (uint64_t)g->turn + (uint64_t)me);
+    float best = -FLT_MAX;
+    for (int i = 0; i < g->n_legal; i++) {
+        Game sim = public_copy(g, salt);
+        game_apply(env, &sim, i);
+        play_out(env, g, &sim, me);
+        float v = greedy_value(env, &sim, me);
+        if (v > best + 1e-4f) { best = v; best_i = i; }
+    }
+    return best_i;
 }
 
 /* Board attack, board health and unit count of a seat (the leader apart). */

@@ -200,10 +200,13 @@ int unit_attack_value(const Unit *u);
 void write_observation(const Env *env, const Game *g, int viewer, uint8_t *obs);
 /* greedy.c */
 int greedy_choice(const Env *env, const Game *g);
+float greedy_value(const Env *env, const Game *g, int me);
 /* lookahead.c: what each legal action of g's decider leads to (status, and its next observation);
  * LOOK_WAIT: the decider's next turn not reached within the moves played out */
 enum { LOOK_DECIDE, LOOK_WIN, LOOK_LOSS, LOOK_DRAW, LOOK_WAIT, N_LOOK };
 int lookahead_game(const Env *env, const Game *g, uint64_t salt, uint8_t *obs, int8_t *status);
+/* lookahead.c: the legal index the lookahead greedy bot picks (greedy_value a turn ahead) */
+int lookahead_greedy_choice(const Env *env, const Game *g);
 /* lookahead.c: the N_EFFECTS changes each legal action of g's decider makes at once, [n_legal][N_EFFECTS] */
 void action_effects(const Env *env, const Game *g, int8_t *effects);
 /* position.c: a flat int32 view of one game, for hand-built test positions */
