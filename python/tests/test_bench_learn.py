@@ -23,14 +23,15 @@ from tcgleague.train import checkpoint_writer
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
-@pytest.mark.slow  # two training runs and a 1,000-game head-to-head: ~100 s on a 2-core box
+@pytest.mark.slow  # two training runs, two best responses, panels and the head-to-head: ~150 s on a 2-core box
 def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_path):
     out = tmp_path / "learn.json"
     cmd = [sys.executable, "-m", "tcgleague.bench", "learn", "--config", "configs/smoke.ini", "--league"]
     cmd += ["--league-config", "configs/smoke.ini", "--steps", "1536", "--eval-every", "512"]
     cmd += ["--curve-episodes", "8", "--episodes", "8", "--json", str(out)]
+    cmd += ["--exploit-steps", "512", "--exploit-config", "configs/smoke.ini"]
     cmd += ["--base.experiments-dir", str(tmp_path / "runs"), "--base.torch-threads", "1"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(out.read_text())
     for name, league_on in (("league", True), ("selfplay", False)):
@@ -42,10 +43,18 @@ def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_pa
         assert run["sps"] > 0
         last = json.loads((Path(run["run_dir"]) / "metrics.jsonl").read_text().splitlines()[-1])
         assert ("league/active" in last) == league_on  # the league run really ran the league
+        br = run["exploit"]  # how exploitable the final is: a best response against it, the same budget for both
+        assert br["target"] == run["checkpoint"] and br["steps"] == 512 and br["games"] == 8
+        assert 0.0 <= br["wilson_low"] <= br["winrate"] <= br["wilson_high"] <= 1.0
+        assert Path(br["run_dir"]).parent == tmp_path / "runs"  # where the command line put its runs
+        panel = run["panel"]  # and the held-out panel, each opponent as evaluate_checkpoint alone plays it
+        assert set(panel["winrates"]) == {"random", "greedy", "lookahead_greedy"} and panel["episodes"] == 8
+        assert panel["worst_winrate"] == min(panel["winrates"].values())
     assert figures["games_league_vs_selfplay"] == 8 and figures["jobs"] == 2  # trained side by side
     assert figures["command"] == "python -m tcgleague.bench " + " ".join(cmd[3:]), "the experiments table's command"
     assert 0.0 <= figures["wilson_low_league_vs_selfplay"] <= figures["winrate_league_vs_selfplay"] <= 1.0
     assert "league vs self-play" in done.stdout and "self-play + lookahead 100: vs greedy" in done.stdout
+    assert "league: best response's win rate" in done.stdout and "self-play: held-out panel" in done.stdout
 
 
 def bench_learn(tmp_path: Path, *extra: str, refused: str = "") -> dict:

@@ -32,7 +32,9 @@ from ..checkpoint import load_checkpoint
 from ..config import Config, config_from_dict, load_config
 from ..engine.cards import load_card_pool
 from ..errors import ArgumentError
-from ..evaluate_checkpoint import evaluate_loaded
+from ..evaluate_checkpoint import evaluate_loaded, evaluate_panel
+from ..exploit.cli import DEFAULT_STEPS
+from ..exploit.cli import execute as execute_exploit
 from ..logger import METRICS_FILE, RunLogger
 from ..lookahead import DEFAULT_VALUE_WEIGHT, is_value_weight
 from ..report.data import read_metrics
@@ -43,6 +45,8 @@ from .learn_resume import Continuation, begin, plan_continuations
 
 ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the config
 LOOKAHEAD_SUFFIX = "_lookahead"  # the figures of the final checkpoint searching a turn ahead
+# the command line's overrides a best response keeps (where runs go, how many threads, the device)
+SHARED_OVERRIDES = ("--base.experiments-dir", "--base.torch-threads", "--base.device")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,6 +68,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"also evaluate the final checkpoint searching a turn ahead at value weight W (default "
         f"{DEFAULT_VALUE_WEIGHT:g}; 0 = not)",
     )
+    p.add_argument(
+        "--exploit-steps",
+        type=int,
+        default=DEFAULT_STEPS,
+        help=f"with --league: a best response of this many steps against each final (tcgleague.exploit; default "
+        f"{DEFAULT_STEPS:,}, about 20 minutes each on our CPU; 0 = none)",
+    )
+    p.add_argument("--exploit-config", default="configs/default.ini", help="the best responses' config")
     p.add_argument("--label", default="", help="what this run changes (the experiments table's first column)")
     p.add_argument(
         "--resume",
@@ -76,13 +88,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def side_by_side_threads(args: argparse.Namespace) -> list[str]:
+    """With --league and --jobs > 1 each process takes its share of the cores' torch threads."""
+    if not (args.league and args.jobs > 1):
+        return []
+    return ["--base.torch-threads", str(max(1, (os.cpu_count() or 1) // args.jobs))]
+
+
 def bench_config(config: str, args: argparse.Namespace, league: bool) -> Config:
     """`config` as this command trains it: the overrides, --steps, the curve's interval (in
     epochs) and games, no dashboard or W&B, and with --league each of --jobs processes its share
     of the cores (alone, a training keeps the config's torch_threads)."""
-    side_by_side = args.league and args.jobs > 1
-    threads = ["--base.torch-threads", str(max(1, (os.cpu_count() or 1) // args.jobs))] if side_by_side else []
-    overrides = ["--train.dashboard", "false", "--wandb.enable", "false", *threads, *args.overrides]
+    overrides = ["--train.dashboard", "false", "--wandb.enable", "false", *side_by_side_threads(args), *args.overrides]
     overrides += ["--league.enable", "true"] if league else []
     overrides += ["--train.total-timesteps", str(args.steps)] if args.steps else []
     data = load_config(config, overrides).to_dict()
@@ -128,6 +145,62 @@ def train_one(
             figures.update(bot_figures(r, bot, LOOKAHEAD_SUFFIX))
     figures["lookahead"] = args.lookahead or None
     return figures
+
+
+def best_response(checkpoint: str, args: argparse.Namespace) -> dict:
+    """How exploitable a final is: tcgleague.exploit's best response of --exploit-steps against
+    it (--exploit-config, the overrides' experiments directory and torch threads, its final match
+    over --episodes games of --seed); the report without its curve's per-game detail."""
+    overrides = side_by_side_threads(args)
+    for key, value in zip(args.overrides, [*args.overrides[1:], ""]):
+        name, equals, inline = key.partition("=")
+        if name.replace("_", "-") in SHARED_OVERRIDES:
+            overrides += [key] if equals else [key, value]
+    ns = argparse.Namespace(
+        target=checkpoint,
+        steps=args.exploit_steps,
+        init="scratch",
+        target_argmax=False,
+        target_lookahead=None,
+        eval_every=max(1, args.exploit_steps // 4),
+        curve_games=max(8, args.curve_episodes),
+        games=args.episodes,
+        seed=args.seed,
+        config=args.exploit_config,
+        resume=None,
+        overrides=overrides,
+    )
+    return execute_exploit(ns)
+
+
+def judged_rows(f: dict, name: str) -> list[tuple[str, str, str]]:
+    """A final's exploitability (its best response's final win rate, lower is better) and panel."""
+    rows = []
+    if "exploit" in f:
+        br = f["exploit"]
+        rows.append(
+            (
+                f"{name}: best response's win rate ({br['steps']:,} steps, {br['games']} games)",
+                f"{br['winrate']:.3f} [{br['wilson_low']:.3f}, {br['wilson_high']:.3f}]",
+                "lower is better",
+            )
+        )
+    panel = f["panel"]
+    rows.append(
+        (f"{name}: held-out panel mean / worst", f"{panel['mean_winrate']:.3f} / {panel['worst_winrate']:.3f}", "")
+    )
+    return rows
+
+
+def panel_figures(r: dict) -> dict:
+    """The held-out panel's mean and worst win rates, and each opponent's (evaluate_panel)."""
+    return {
+        "mean_winrate": r["mean_winrate"],
+        "worst_winrate": r["worst_winrate"],
+        "worst_opponent": r["worst_opponent"],
+        "winrates": {p["opponent"]: p["winrate"] for p in r["panel"]},
+        "episodes": r["episodes"],
+    }
 
 
 def bot_figures(r: dict, bot: str, suffix: str = "") -> dict:
@@ -183,6 +256,12 @@ def run(args: argparse.Namespace) -> dict:
     # spawned, not forked: a forked child would inherit the parent's torch thread pool
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
         league, selfplay = pool.map(train_one, *zip(*jobs))
+        finals = [league["checkpoint"], selfplay["checkpoint"]]
+        if args.exploit_steps > 0:  # the same budget, config and seeds for both finals, side by side too
+            for run, br in zip((league, selfplay), pool.map(best_response, finals, [args] * 2)):
+                run["exploit"] = br
+    for run in (league, selfplay):
+        run["panel"] = panel_figures(evaluate_panel(load_checkpoint(run["checkpoint"]), [], args.episodes, args.seed))
     r = evaluate_loaded(load_checkpoint(league["checkpoint"]), selfplay["checkpoint"], args.episodes, args.seed)
     figures = {"league": league, "selfplay": selfplay, "episodes": args.episodes, "command": args.command}
     figures["jobs"] = args.jobs
@@ -198,7 +277,9 @@ def run(args: argparse.Namespace) -> dict:
         f"league ({args.league_config}) vs self-play ({args.config}), same seed and steps",
         [
             *rows_of(league, "league", args.episodes),
+            *judged_rows(league, "league"),
             *rows_of(selfplay, "self-play", args.episodes),
+            *judged_rows(selfplay, "self-play"),
             (f"league vs self-play ({r['episodes']} duplicate games)", head, "> 0.5"),
         ],
     )
