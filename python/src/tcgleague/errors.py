@@ -49,10 +49,11 @@ class NonFiniteError(ReportedError):
     label = "training stopped"
 
 
-class WriteError(ReportedError):
+class WriteError(ReportedError, OSError):
     """A file that could not be written (ENOSPC, EACCES, EROFS, ...): the message names the file and
     the errno; `note` (the caller's) says what is still good on disk. The write left no temp file
-    and the previous version of the file, if any, in place."""
+    and the previous version of the file, if any, in place. An OSError still (with its errno), so
+    code that handles failed file operations handles this one."""
 
     label = "write failed"
     exit_code = STORAGE_EXIT
@@ -61,6 +62,7 @@ class WriteError(ReportedError):
         self.path, self.error, self.note = Path(path), error, note
         code = errno.errorcode.get(error.errno or 0, "?")
         super().__init__(f"cannot write {path}: {error.strerror or error} ({code})" + (f"; {note}" if note else ""))
+        self.errno = error.errno
 
     def noting(self, note: str) -> WriteError:
         """The same failure, with what is still good on disk said."""
