@@ -1,6 +1,7 @@
 """Kill -9 soak: a league run is killed while it writes, resumed, killed again, N times.
 
     python tools/kill_soak.py --kills 10 [--seed 0] [--dir /tmp/soak]
+    python tools/kill_soak.py --signals --kills 5     # SIGTERM (preemption) instead of SIGKILL
 
 Each round starts `train.py` (configs/smoke.ini with the league, a checkpoint every epoch, so
 checkpoints, sidecars, member files and the league state are written all the time), resuming
@@ -10,6 +11,12 @@ writes), so the kill lands inside a write. After every kill it checks that every
 on disk loads (with its run state) and that `latest` resolves. A last round resumes once more
 and runs to the end: it must exit 0, and no temp file of a killed write may be left.
 Prints one line per round and a summary; exits 1 if anything was corrupt or a resume failed.
+
+With --signals each round gets a SIGTERM at a random moment instead (what a scheduler sends
+before it preempts): the run must finish its epoch, write that checkpoint and exit 75
+(errors.PREEMPTED_EXIT), leaving no temp file; the next round resumes it exactly. After the
+last round the run is resumed to its end and its final weights must equal those of the same
+run trained without interruption (its weights digest).
 """
 
 from __future__ import annotations
@@ -25,18 +32,20 @@ from typing import IO
 
 from tcgleague.atomic import TEMP_MARK
 from tcgleague.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint
+from tcgleague.dist import weights_digest
+from tcgleague.errors import PREEMPTED_EXIT
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout: train.py and configs/ are read from here
 
 RUN = ["--config", "configs/smoke.ini", "--league-enable", "--train.checkpoint-interval", "1"]
-RUN += ["--train.eval-interval", "0", "--train.max-checkpoints", "3"]
+RUN += ["--train.eval-interval", "0", "--train.max-checkpoints", "3", "--base.torch-threads", "1"]
 
 
 def temp_files(base: Path) -> list[Path]:
     return list(base.rglob(f".*.{TEMP_MARK}-*.tmp"))
 
 
-def start(base: Path, resume: bool, total: int, stderr: IO[str]) -> subprocess.Popen:
+def start(base: Path, resume: bool, total: int, stderr: IO[str], stdout=subprocess.DEVNULL) -> subprocess.Popen:
     """train.py on `base`; its stderr goes to a file, not a pipe (a full pipe would block it)."""
     argv = [
         sys.executable,
@@ -49,7 +58,7 @@ def start(base: Path, resume: bool, total: int, stderr: IO[str]) -> subprocess.P
     ]
     if resume:
         argv += ["--resume-checkpoint", "latest", "--resume-load-optimizer"]
-    return subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
+    return subprocess.Popen(argv, cwd=ROOT, stdout=stdout, stderr=stderr, text=True)
 
 
 def read_back(log: IO[str]) -> str:
@@ -88,15 +97,85 @@ def check_files(base: Path) -> list[str]:
     return problems
 
 
+SIGNAL_TOTAL = 512 * 24  # the signal soak's run: 24 epochs, more than the rounds reach
+
+
+def final_digest(base: Path) -> str:
+    """The weights digest of the run's last checkpoint (the end of the run)."""
+    return weights_digest(load_checkpoint(latest_checkpoint(base, "smoke"), log=lambda msg: None).state["policy"])
+
+
+def signal_round(base: Path, k: int, rng: random.Random) -> tuple[list[str], bool, float | None]:
+    """One run (resumed after the first) that gets a SIGTERM at a random moment once it trains
+    (its handlers are installed before it prints its run directory): (problems, whether it
+    resumed exactly, seconds from the signal to its exit; None if it ended first)."""
+    with open(base / f"log_{k}.txt", "w+") as log:
+        proc = start(base, resume=k > 0, total=SIGNAL_TOTAL, stderr=log, stdout=log)
+        while proc.poll() is None and "run directory:" not in read_back(log):
+            time.sleep(0.05)
+        try:
+            proc.wait(timeout=rng.uniform(0.0, 5.0))
+            signalled = None
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGTERM)
+            signalled = time.monotonic()
+            proc.wait()
+        took = None if signalled is None else time.monotonic() - signalled
+        out = read_back(log)
+    problems = check_files(base) + [f"round {k}: leftover temp file {p}" for p in temp_files(base)]
+    expected = 0 if signalled is None or "\ndone: " in out else PREEMPTED_EXIT  # done: signalled in the last epoch
+    if proc.returncode != expected or "Traceback" in out:
+        problems.append(f"round {k}: exit {proc.returncode}, expected {expected}: {out.strip()[-300:]}")
+    return problems, k == 0 or "exact continuation" in out, took
+
+
+def signal_soak(args: argparse.Namespace, rng: random.Random, base: Path) -> int:
+    """--signals: SIGTERM rounds, then the run resumed to its end vs the same run straight through."""
+    problems, exact, stops = [], 0, []
+    for k in range(args.kills):
+        found, resumed_exactly, took = signal_round(base, k, rng)
+        problems += found
+        exact += resumed_exactly and not found
+        if took is not None:
+            stops.append(took)
+        print(
+            f"round {k}: {f'SIGTERM, exit after {took:.1f} s' if took else 'ended first'}; problems: {found or 'none'}"
+        )
+    with open(base / "log_final.txt", "w+") as log:
+        final = start(base, resume=True, total=SIGNAL_TOTAL, stderr=log, stdout=log)
+        final.wait()
+    straight_base = base / "straight"
+    with open(base / "log_straight.txt", "w+") as log:
+        start(straight_base, resume=False, total=SIGNAL_TOTAL, stderr=log).wait()
+    same = final.returncode == 0 and final_digest(base) == final_digest(straight_base)
+    if not same:
+        problems.append(
+            f"the resumed run ends with other weights than the straight run (final exit {final.returncode})"
+        )
+    leftovers = temp_files(base)
+    corrupt = [p for p in problems if "leftover" not in p]
+    print(
+        f"{exact} of {args.kills} runs resume exactly, final weights {'equal' if same else 'DIFFER'}; "
+        f"{len(corrupt)} corrupt files or failed runs, {len(leftovers)} leftover temp files; signal to exit "
+        f"{min(stops, default=0):.1f}-{max(stops, default=0):.1f} s over {len(stops)} signals"
+    )
+    for p in problems:
+        print("PROBLEM:", p)
+    return 1 if problems or leftovers else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kills", type=int, default=10)
+    parser.add_argument("--kills", type=int, default=10, help="rounds (kills, or with --signals SIGTERMs)")
+    parser.add_argument("--signals", action="store_true", help="SIGTERM at random moments instead of SIGKILL")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/tcgleague_kill_soak"))
     args = parser.parse_args()
     rng = random.Random(args.seed)
     base = args.dir / f"soak_{int(time.time())}"
     base.mkdir(parents=True)
+    if args.signals:
+        return signal_soak(args, rng, base)
     total = 512 * 400  # more epochs than the soak ever reaches
     inside = resumed = 0
     problems: list[str] = []

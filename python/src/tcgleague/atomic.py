@@ -4,7 +4,11 @@ crash leaves either the old complete file or the new complete one, never a torn 
 A writer killed mid-write (kill -9, power loss) leaves its temp file behind. Temp files are
 named `.<target>.tcgtmp-<host>-<pid>.<random>.tmp`, so a later run can remove exactly the
 leftovers of our own writers that are no longer alive (`remove_leftover_temp_files`), and
-never a file of anyone else's or of a writer still running."""
+never a file of anyone else's or of a writer still running.
+
+A write that fails (a full disk, no permission, a read-only file system) removes its temp file,
+leaves the previous file as it was and raises `errors.WriteError` naming the target and the
+errno: the caller stops with one line, nothing that was good on disk lost."""
 
 from __future__ import annotations
 
@@ -13,7 +17,10 @@ import re
 import socket
 import tempfile
 from collections.abc import Iterable
+from contextlib import suppress
 from pathlib import Path
+
+from .errors import WriteError
 
 TEMP_MARK = "tcgtmp"
 _TEMP_NAME = re.compile(rf"^\..+\.{TEMP_MARK}-(?P<host>[A-Za-z0-9_]+)-(?P<pid>\d+)\.[^.]+\.tmp$")
@@ -48,21 +55,27 @@ def remove_leftover_temp_files(directories: Iterable[Path]) -> list[Path]:
 
 def atomic_write(path: str | Path, write, keep_backup: bool = False) -> None:
     """Writes via `write(binary_file)`; with keep_backup the previous file becomes `<name>.bak`
-    first (a crash between the two renames leaves the .bak to load)."""
+    first (a crash between the two renames leaves the .bak to load). An OSError of the write
+    (torch.save wraps it in a RuntimeError: it is found in the chain) becomes a WriteError."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.{TEMP_MARK}-{_host()}-{os.getpid()}.", suffix=".tmp"
-    )
+    try:
+        fd, tmp = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.{TEMP_MARK}-{_host()}-{os.getpid()}.", suffix=".tmp"
+        )
+    except OSError as err:
+        raise WriteError(path, err) from None
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        if keep_backup and path.exists():
-            os.replace(path, path.with_name(path.name + ".bak"))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        _replace(Path(tmp), path, keep_backup)
+    except BaseException as err:
+        with suppress(OSError):
+            Path(tmp).unlink(missing_ok=True)
+        cause = os_error_of(err) if isinstance(err, Exception) else None  # never an interrupt's
+        if cause is not None:
+            raise WriteError(path, cause) from None
         raise
     try:  # make the rename itself durable
         dfd = os.open(path.parent, os.O_RDONLY)
@@ -72,3 +85,27 @@ def atomic_write(path: str | Path, write, keep_backup: bool = False) -> None:
             os.close(dfd)
     except OSError:
         pass
+
+
+def _replace(tmp: Path, path: Path, keep_backup: bool) -> None:
+    """The temp file becomes `path`; with keep_backup the previous file becomes the .bak first,
+    and comes back if the second rename fails."""
+    if not (keep_backup and path.exists()):
+        os.replace(tmp, path)
+        return
+    backup = path.with_name(path.name + ".bak")
+    os.replace(path, backup)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        os.replace(backup, path)
+        raise
+
+
+def os_error_of(err: BaseException | None) -> OSError | None:
+    """The OSError behind `err` (itself, or in its cause / context chain), if any."""
+    while err is not None:
+        if isinstance(err, OSError):
+            return err
+        err = err.__cause__ or err.__context__
+    return None

@@ -229,12 +229,13 @@ def merge_rank_metrics(per_rank: list[dict], batch_size: int) -> dict:
 
 
 def reduce_epoch(
-    dist: Dist, metrics: dict, digest: str | None, out_of_time: bool, batch_size: int, epoch: int
-) -> tuple[dict, bool]:
-    """The epoch's metrics exchange: every rank's metrics merged, whether any rank ran out of
-    time, and a check that the replicas' weights (`digest`) are still identical (a divergence is
-    a bug: the job stops rather than train on). A single process keeps its own metrics as they are."""
-    gathered = dist.all_gather((metrics, digest, out_of_time))
+    dist: Dist, metrics: dict, digest: str | None, flags: tuple[bool, ...], batch_size: int, epoch: int
+) -> tuple[dict, tuple[bool, ...]]:
+    """The epoch's metrics exchange: every rank's metrics merged, each of `flags` (the trainer's:
+    out of time, stop requested) raised on any rank - so every rank stops at the same epoch - and
+    a check that the replicas' weights (`digest`) are still identical (a divergence is a bug: the
+    job stops rather than train on). A single process keeps its own metrics and flags as they are."""
+    gathered = dist.all_gather((metrics, digest, tuple(flags)))
     merged = merge_rank_metrics([m for m, _, _ in gathered], batch_size)
     if dist.enabled:  # a torchrun job, of one rank too
         merged["dist/world_size"] = float(dist.world_size)
@@ -245,4 +246,4 @@ def reduce_epoch(
                 f"the policy replicas diverged at epoch {epoch}: weight digests by rank {[d[:12] for d in digests]}"
             )
         merged["dist/replicas_in_sync"] = 1.0
-    return merged, any(o for _, _, o in gathered)
+    return merged, tuple(any(rank_flags) for rank_flags in zip(*(f for _, _, f in gathered)))

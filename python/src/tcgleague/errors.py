@@ -3,11 +3,13 @@
 An error in what the user gave us - a config, a file, a checkpoint, a deck pool, a device - is
 a `UserInputError`: its message names the key or file and what would be valid, and an entry
 point prints it on one line and exits 2, without a traceback (as it does a `NonFiniteError`,
-training stopped on a NaN). Anything else is a bug of ours and keeps its traceback. Entry points validate every input before they create anything on
+training stopped on a NaN; a `WriteError`, a file that could not be written, exits
+`STORAGE_EXIT`). Anything else is a bug of ours and keeps its traceback. Entry points validate every input before they create anything on
 disk, so a refused run leaves nothing behind."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import os
@@ -19,6 +21,13 @@ from pathlib import Path
 from torch.distributed.elastic.multiprocessing.errors import get_error_handler
 
 USAGE_EXIT = 2  # what argparse exits with for bad arguments; scripts can tell it from a crash (1)
+# A run stopped by SIGTERM / SIGUSR1 (preemption.py) after writing its checkpoint: sysexits'
+# EX_TEMPFAIL, "try again later". A requeueing scheduler resumes it with
+# `--resume-checkpoint latest --resume-load-optimizer`; a second signal exits 128 + the signal.
+PREEMPTED_EXIT = 75
+# A file could not be written (full disk, no permission, read-only file system): sysexits'
+# EX_IOERR. Requeueing does not help until someone frees space; the message names the last good checkpoint.
+STORAGE_EXIT = 74
 TORCHRUN_ERROR_FILE = "TORCHELASTIC_ERROR_FILE"  # set by torchrun for each rank it starts
 
 
@@ -27,6 +36,7 @@ class ReportedError(Exception):
     `label` says which kind."""
 
     label = "error"
+    exit_code = USAGE_EXIT
 
 
 class UserInputError(ReportedError):
@@ -37,6 +47,26 @@ class NonFiniteError(ReportedError):
     """Training produced a non-finite loss, gradient or weight and was stopped ([train] nan_policy)."""
 
     label = "training stopped"
+
+
+class WriteError(ReportedError, OSError):
+    """A file that could not be written (ENOSPC, EACCES, EROFS, ...): the message names the file and
+    the errno; `note` (the caller's) says what is still good on disk. The write left no temp file
+    and the previous version of the file, if any, in place. An OSError still (with its errno), so
+    code that handles failed file operations handles this one."""
+
+    label = "write failed"
+    exit_code = STORAGE_EXIT
+
+    def __init__(self, path: str | Path, error: OSError, note: str = ""):
+        self.path, self.error, self.note = Path(path), error, note
+        code = errno.errorcode.get(error.errno or 0, "?")
+        super().__init__(f"cannot write {path}: {error.strerror or error} ({code})" + (f"; {note}" if note else ""))
+        self.errno = error.errno
+
+    def noting(self, note: str) -> WriteError:
+        """The same failure, with what is still good on disk said."""
+        return WriteError(self.path, self.error, note)
 
 
 class ArgumentError(UserInputError):
@@ -55,7 +85,7 @@ def output_file(path: Path | None, flag: str) -> Path | None:
 
 def entry_point(prog: str) -> Callable[[Callable[[list[str] | None], int]], Callable[[list[str] | None], int]]:
     """Wraps an entry point's `main(argv) -> exit code`: a ReportedError becomes
-    `<prog>: <label>: <message>` on stderr and exit code 2. Under torchrun every error is also
+    `<prog>: <label>: <message>` on stderr and its `exit_code` (2; a WriteError 74). Under torchrun every error is also
     written to the rank's error file, so torchrun's closing summary names the failing rank's
     error (its "root cause") instead of an empty traceback."""
 
@@ -68,7 +98,7 @@ def entry_point(prog: str) -> Callable[[Callable[[list[str] | None], int]], Call
                 line = f"{prog}: {err.label}: {err}"
                 print(line, file=sys.stderr)
                 record_for_torchrun(line)
-                return USAGE_EXIT
+                return err.exit_code
             except Exception as err:
                 if TORCHRUN_ERROR_FILE in os.environ:
                     get_error_handler().record_exception(err)  # with its traceback: a bug of ours

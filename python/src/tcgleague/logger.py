@@ -2,22 +2,30 @@
 (offline unless an API key is configured), and a live terminal dashboard.
 
 Metric names are namespaced: each must start with one of `METRIC_NAMESPACES`.
+
+metrics.jsonl is the run's record: a line is written whole or not at all (a full disk stops the
+run with `errors.WriteError`). W&B is a copy and never stops training: an init that fails (a
+wrong key, an unreachable or broken service) prints one line and logs offline instead (`wandb
+sync` uploads it later), and a W&B call that raises mid-run prints one line and turns W&B off
+for the rest of the run.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
-import netrc
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlparse
 
 from .config.sections import WandbSection
+from .errors import WriteError
+from .wandb_link import one_line, resolve_wandb_mode, start_wandb, warn
 
 METRIC_NAMESPACES = (
     "train/",
@@ -55,35 +63,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
-# --------------------------------------------------------------------------------------------
-# W&B mode
-# --------------------------------------------------------------------------------------------
-
-
-def wandb_host() -> str:
-    base = os.environ.get("WANDB_BASE_URL", "https://api.wandb.ai")
-    return urlparse(base).hostname or "api.wandb.ai"
-
-
-def wandb_api_key_configured() -> bool:
-    """True when WANDB_API_KEY is set or a netrc entry exists for the W&B API host."""
-    if os.environ.get("WANDB_API_KEY", "").strip():
-        return True
-    path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+def open_for_append(path: Path) -> int:
+    """An O_APPEND descriptor on `path` (created if needed); WriteError if it cannot be opened."""
     try:
-        auth = netrc.netrc(path).authenticators(wandb_host())
-    except (OSError, netrc.NetrcParseError):
-        return False
-    return bool(auth and auth[2])
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise WriteError(path, err) from None
 
 
-def resolve_wandb_mode(mode: str) -> str:
-    """ "auto" -> "online" when an API key is configured, else "offline"; others unchanged."""
-    if mode == "auto":
-        return "online" if wandb_api_key_configured() else "offline"
-    if mode not in ("online", "offline", "disabled"):
-        raise ValueError(f"[wandb] mode = {mode!r}: must be auto, online, offline or disabled")
-    return mode
+def append_line(fd: int, path: Path, line: str) -> None:
+    """Appends one whole line or nothing: a write that fails part-way (a full disk) truncates the
+    file back to where the line began, then raises WriteError. A reader never sees half a line."""
+    start = os.lseek(fd, 0, os.SEEK_END)
+    rest = memoryview(line.encode("utf-8"))
+    try:
+        while rest:
+            written = os.write(fd, rest)
+            if written == 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            rest = rest[written:]
+    except OSError as err:
+        with suppress(OSError):
+            os.ftruncate(fd, start)
+        raise WriteError(path, err) from None
 
 
 # --------------------------------------------------------------------------------------------
@@ -102,57 +104,56 @@ class RunLogger:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.run_id = run_id
         self.metrics_path = self.run_dir / METRICS_FILE
-        self._file: TextIO | None = open(self.metrics_path, "a", encoding="utf-8")
+        self._fd: int | None = open_for_append(self.metrics_path)
         self.wandb_run = None
         self.wandb_mode: str | None = None
         if wandb_cfg is not None and wandb_cfg.enable:
             mode = resolve_wandb_mode(wandb_cfg.mode)
             if mode != "disabled":
-                self._init_wandb(config_dict, wandb_cfg, mode)
+                self.wandb_run, self.wandb_mode = start_wandb(self.run_dir, run_id, config_dict, wandb_cfg, mode)
 
-    def _init_wandb(self, config_dict: dict, wandb_cfg: WandbSection, mode: str) -> None:
-        import wandb
-
-        self.wandb_mode = mode
-        self.wandb_run = wandb.init(
-            project=wandb_cfg.project or None,
-            group=wandb_cfg.group or None,
-            tags=wandb_cfg.tag_list() or None,
-            name=wandb_cfg.name or self.run_dir.name,
-            config=config_dict,
-            dir=str(self.run_dir),
-            mode=mode,
-            id=self.run_id,
-            resume="allow",
-        )
+    def _to_wandb(self, what: str, call: Callable[[object], object]) -> None:
+        """`call(run)`; a W&B failure turns W&B off for the rest of the run, with one line."""
+        try:
+            call(self.wandb_run)
+        except Exception as err:  # noqa: BLE001 - W&B never stops training
+            run, self.wandb_run = self.wandb_run, None
+            warn(
+                f"W&B {what} failed ({one_line(err)}): W&B is off for the rest of this run, metrics go on in "
+                f"{self.metrics_path}; what W&B holds so far uploads with `wandb sync {self.run_dir / 'wandb'}/<run folder>`"
+            )
+            if what != "finish":
+                with suppress(Exception):
+                    run.finish()
 
     def log(self, metrics: Mapping[str, Any], step: int) -> None:
-        """One JSON line {metrics..., "global_step", "wall_time"}; the same metrics to W&B."""
+        """One JSON line {metrics..., "global_step", "wall_time"} (whole or not at all); the same
+        metrics to W&B."""
         check_metric_names(metrics)
-        if self._file is None:
+        if self._fd is None:
             raise RuntimeError("RunLogger.log called after close()")
         row = {name: _plain(value) for name, value in metrics.items()}
         row["global_step"] = int(step)
         row["wall_time"] = time.time()
-        self._file.write(json.dumps(row) + "\n")
-        self._file.flush()
+        append_line(self._fd, self.metrics_path, json.dumps(row) + "\n")
         if self.wandb_run is not None:
-            self.wandb_run.log(dict(metrics), step=int(step))
+            self._to_wandb("log", lambda run: run.log(dict(metrics), step=int(step)))
 
     def log_panels(self, panels: Mapping[str, Any], step: int) -> None:
         """W&B media (images, tables, custom charts) at `step`; metrics.jsonl holds scalars only,
         so without W&B this does nothing."""
         check_metric_names(panels)
         if self.wandb_run is not None:
-            self.wandb_run.log(dict(panels), step=int(step))
+            self._to_wandb("log", lambda run: run.log(dict(panels), step=int(step)))
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Closes metrics.jsonl and finishes the W&B run (uploading for at most WANDB_FINISH_TIMEOUT s)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         if self.wandb_run is not None:
-            run, self.wandb_run = self.wandb_run, None
-            run.finish()
+            self._to_wandb("finish", lambda run: run.finish())
+            self.wandb_run = None
 
     def __enter__(self) -> RunLogger:
         return self

@@ -3,7 +3,12 @@ self-play by default, league training with --league-enable (see [league]).
 
 The same command runs under `torchrun --nproc_per_node N train.py ...` as N data-parallel
 ranks (dist.py): rank 0 picks the run directory and the checkpoint to resume and tells the
-others, and alone writes files."""
+others, and alone writes files.
+
+Exit codes: 0 done; 2 bad input (or training stopped on a NaN); `PREEMPTED_EXIT` (75) stopped by
+SIGTERM / SIGUSR1 after writing that epoch's checkpoint (preemption.py: requeue with
+`--resume-checkpoint latest --resume-load-optimizer`), 128 + the signal for a second signal;
+`STORAGE_EXIT` (74) a file could not be written (the line names it and the last good checkpoint)."""
 
 from __future__ import annotations
 
@@ -31,8 +36,9 @@ from .config import Config, load_config
 from .devices import resolve_device
 from .dist import SINGLE, Dist, init_distributed, shutdown, torchrun_local_rank
 from .engine.cards import load_card_pool
-from .errors import ArgumentError, UserInputError, entry_point
+from .errors import PREEMPTED_EXIT, ArgumentError, UserInputError, WriteError, entry_point
 from .logger import Dashboard, RunLogger
+from .preemption import StopSignals
 from .report import load_run, write_report
 from .report.panels import league_panels
 from .resume import ResumeOptions, apply_resume
@@ -95,7 +101,10 @@ def make_run_dir(cfg: Config, dist: Dist = SINGLE) -> tuple[Path, str]:
         removed = remove_leftover_temp_files(Path(cfg.base.experiments_dir).glob(f"{cfg.base.run_name}_*"))
         if removed:
             print(f"removed {len(removed)} temp file(s) left by interrupted writes of earlier runs", file=sys.stderr)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise WriteError(run_dir, err) from None
     return run_dir, run_id
 
 
@@ -190,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     dist = init_distributed(cfg.dist, device)
     finished = False
     try:
-        code = run(args, cfg, dist, device)
+        with StopSignals() as stop:  # SIGTERM / SIGUSR1: finish the epoch, checkpoint, exit PREEMPTED_EXIT
+            code = run(args, cfg, dist, device, stop)
         finished = True
         return code
     finally:
@@ -209,7 +219,7 @@ def rank_log(dist: Dist) -> Callable[[str], None]:
     return log
 
 
-def run(args: argparse.Namespace, cfg: Config, dist: Dist, device: torch.device) -> int:
+def run(args: argparse.Namespace, cfg: Config, dist: Dist, device: torch.device, stop: StopSignals) -> int:
     # Rank 0 resolves and validates the checkpoint; a refusal stops every rank with its one line.
     loaded, options = dist.from_main(lambda: load_resume(args, cfg), refusals=(UserInputError,))
     # Every input is valid: only now is anything created on disk (by rank 0 alone).
@@ -232,7 +242,12 @@ def run(args: argparse.Namespace, cfg: Config, dist: Dist, device: torch.device)
         if dist.is_main:
             candidates = trainer.opponents.metrics().get("league/candidates")
             after_epoch = epoch_end_writer(run_dir, args.report_every, logger, candidates)
-        trainer.train(checkpoint_fn=checkpoint_writer(run_dir, cfg), epoch_end_fn=after_epoch)
+        trainer.train(
+            checkpoint_fn=checkpoint_writer(run_dir, cfg), epoch_end_fn=after_epoch, stop_requested=stop.requested
+        )
+    except WriteError as err:
+        kept = f"{err.path.name} keeps its previous version; " if err.path.is_file() else ""
+        raise err.noting(kept + last_good(cfg)) from None
     except UserInputError:
         refused = not started
         raise
@@ -245,9 +260,25 @@ def run(args: argparse.Namespace, cfg: Config, dist: Dist, device: torch.device)
             # Refused while the run was set up (a league state in the checkpoint that does not
             # parse): the directory holds nothing of value yet, so it does not stay behind.
             shutil.rmtree(run_dir, ignore_errors=True)
+    if trainer.epoch < trainer.total_epochs:  # stopped by a signal (on this rank or another)
+        if dist.is_main:
+            print(
+                f"train: stopped at epoch {trainer.epoch} ({stop.received or 'another rank was signalled'}): "
+                f"{last_good(cfg)}; exit {PREEMPTED_EXIT}",
+                file=sys.stderr,
+            )
+        return PREEMPTED_EXIT
     if dist.is_main:
         print(f"done: {run_dir}")
     return 0
+
+
+def last_good(cfg: Config) -> str:
+    """Where the run can go on from: what `--resume-checkpoint latest` picks now."""
+    path = latest_checkpoint(Path(cfg.base.experiments_dir), cfg.base.run_name)
+    if path is None:
+        return "no checkpoint of this run_name has been written yet"
+    return f"the last good checkpoint is {path} (resume: --resume-checkpoint latest --resume-load-optimizer)"
 
 
 def global_batch_note(cfg: Config, dist: Dist, device) -> str:

@@ -266,19 +266,21 @@ class Trainer:
         checkpoint_fn: Callable[[Trainer], object] | None = None,
         max_seconds: float | None = None,
         epoch_end_fn: Callable[[Trainer, bool], object] | None = None,
+        stop_requested: Callable[[], bool] = bool,
     ) -> dict:
         """Trains to total_epochs (or, with `max_seconds`, stops after the epoch that crosses that
-        wall time). Checkpoints every checkpoint_interval and always at the end; calls
-        `epoch_end_fn(trainer, last)` after each epoch's checkpoint (the run's report)."""
+        wall time; or after the epoch in which `stop_requested()` turned true on any rank - a
+        preemption, preemption.py - without evaluating it). Checkpoints every checkpoint_interval
+        and always at the end; calls `epoch_end_fn(trainer, last)` after each epoch's checkpoint."""
         t = self.cfg.train
         wall_start = time.perf_counter()
         saved_epoch = None
         while self.epoch < self.total_epochs:
             metrics = self.train_epoch()
             out_of_time = max_seconds is not None and time.perf_counter() - wall_start >= max_seconds
-            metrics, out_of_time = self.reduce_across_ranks(metrics, out_of_time)
-            last = self.epoch == self.total_epochs or out_of_time
-            if t.eval_interval and (self.epoch % t.eval_interval == 0 or last) and self.dist.is_main:
+            metrics, (out_of_time, stop) = self.reduce_across_ranks(metrics, (out_of_time, stop_requested()))
+            last = self.epoch == self.total_epochs or out_of_time or stop
+            if t.eval_interval and (self.epoch % t.eval_interval == 0 or last) and not stop and self.dist.is_main:
                 metrics.update(self.evaluate())
             metrics["perf/wall_minutes"] = (time.perf_counter() - wall_start) / 60.0
             self.last_metrics = metrics
@@ -291,16 +293,16 @@ class Trainer:
                 saved_epoch = self.epoch
             if epoch_end_fn:
                 epoch_end_fn(self, last)
-            if out_of_time:
+            if out_of_time or stop:
                 break
         if checkpoint_fn and saved_epoch != self.epoch:  # e.g. resumed at the end: still a final checkpoint
             checkpoint_fn(self)
         return self.last_metrics
 
-    def reduce_across_ranks(self, metrics: dict, out_of_time: bool) -> tuple[dict, bool]:
-        """Every rank's metrics merged, any rank out of time, the replicas' weights compared (dist.reduce_epoch)."""
+    def reduce_across_ranks(self, metrics: dict, stops: tuple[bool, bool]) -> tuple[dict, tuple[bool, ...]]:
+        """Every rank's metrics merged, (out of time, stop requested) on any rank, the replicas' weights compared."""
         digest = weights_digest(unwrap(self.policy).state_dict()) if self.dist.enabled else None
-        return reduce_epoch(self.dist, metrics, digest, out_of_time, self.cfg.train.batch_size, self.epoch)
+        return reduce_epoch(self.dist, metrics, digest, stops, self.cfg.train.batch_size, self.epoch)
 
     def checkpoint_due(self) -> bool:
         """After this epoch, by [train] checkpoint_interval (+ _unit epochs or steps)."""

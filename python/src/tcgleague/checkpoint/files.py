@@ -51,7 +51,7 @@ import torch
 
 from ..atomic import atomic_write
 from ..engine.cards import load_card_pool
-from ..errors import UserInputError
+from ..errors import UserInputError, WriteError
 from ..fingerprint import (
     CONVERTIBLE_LAYOUTS,
     action_space_hash,
@@ -130,7 +130,8 @@ SIDECAR_KEYS = (
 
 def write_checkpoint(path: Path, state: dict, config: dict | None = None) -> Path:
     """Writes `state` (a trainer's or a member's state dict: tensors and plain values only) as
-    a checkpoint at `path` with its format, fingerprint and JSON sidecar, atomically."""
+    a checkpoint at `path` with its format, fingerprint and JSON sidecar, atomically; a file
+    that cannot be written raises WriteError and leaves neither (the older checkpoints as they were)."""
     path = Path(path)
     try:
         check_fields(state)  # what is written must load: never a NaN weight or a malformed field
@@ -146,7 +147,11 @@ def write_checkpoint(path: Path, state: dict, config: dict | None = None) -> Pat
     atomic_write(path, lambda f: torch.save(state, f))
     sidecar = {k: state.get(k) for k in SIDECAR_KEYS}
     sidecar.update(file=path.name, bytes=path.stat().st_size, format=FORMAT, format_version=FORMAT_VERSION)
-    atomic_write(path.with_suffix(".json"), lambda f: f.write(json.dumps(sidecar, indent=2, default=str).encode()))
+    try:
+        atomic_write(path.with_suffix(".json"), lambda f: f.write(json.dumps(sidecar, indent=2, default=str).encode()))
+    except WriteError:
+        path.unlink(missing_ok=True)  # all or nothing: `latest` never picks a checkpoint without its sidecar
+        raise
     return path
 
 

@@ -72,7 +72,10 @@ class MemberStore:
         step: int = 0,
         epoch: int = 0,
     ) -> Member:
-        """Adds a copy of a policy's weights as a frozen member."""
+        """Adds a copy of a policy's weights as a frozen member. A member file that cannot be
+        written (full disk, no permission) raises errors.WriteError with nothing added and no
+        file left, and the run stops rather than skip the candidate: the same storage holds the
+        checkpoints and the league state, so going on would train epochs that cannot be saved."""
         weights = cpu_copy(state_dict)
         member = Member(
             member_id, self.next_order, int(step), int(epoch), None, dict(policy_config), dict(sampling_params or {})
