@@ -672,6 +672,18 @@ def test_manager_retention_keeps_champion_and_deletes_files(tmp_path):
     assert {x for pair in mgr.payoff.table for x in pair} <= set(mgr.pool_ids()) | {RANDOM, GREEDY, LEARNER}
     with pytest.raises(KeyError):
         mgr.load_policy("e02")  # retired two rounds ago: gone
+    # ... unless a running game still plays it: then it stays a retiree, file and all, until none does
+    gone = retired[0]
+    mgr.note_playing({gone})
+    for i in (10, 11):
+        ingest_tiny(mgr, f"e{i:02d}", epoch=i)
+        mgr.evaluate(f"e{i:02d}")
+    assert gone in mgr.store.retired and mgr.load_policy(gone)[0] is not None
+    assert (tmp_path / "members" / f"{gone}.pt").is_file()
+    mgr.note_playing(set())
+    ingest_tiny(mgr, "e12", epoch=12)
+    mgr.evaluate("e12")
+    assert gone not in mgr.store.retired and not (tmp_path / "members" / f"{gone}.pt").exists()
 
 
 # ---- state file -------------------------------------------------------------------------------

@@ -114,3 +114,26 @@ def test_a_stop_requested_on_one_rank_stops_every_rank_at_that_epoch():
     assert flags == (False, True)
     single = SimpleNamespace(enabled=False, all_gather=lambda mine: [mine])
     assert reduce_epoch(single, metrics, None, (True, False), 512, 3)[1] == (True, False)
+
+
+@pytest.mark.slow  # a 9-epoch league run straight and in four parts: ~60 s on a 2-core box
+def test_a_league_run_stopped_three_times_ends_as_the_straight_run(tmp_path, monkeypatch, capfd):
+    """A candidate every epoch and a pool of 3 retire a member every epoch, while games against
+    retired members still run across epoch ends: each resume must load the members its
+    checkpoint's running games play (retirement keeps their files while a game plays them)."""
+    league = [*SMOKE, "--league-enable", "--train.eval-interval", "0", "--train.checkpoint-interval", "1"]
+    league += ["--train.max-checkpoints", "3", "--train.total-timesteps", str(512 * 9)]
+    assert train_cli.main([*league, "--base.experiments-dir", str(tmp_path / "straight")]) == 0
+    resume = ["--resume-checkpoint", "latest", "--resume-load-optimizer"]
+    for k, stop in enumerate((3, 5, 7, None)):
+        monkeypatch.undo()
+        if stop is not None:
+            signal_during_update(monkeypatch, epoch=stop, signals=[signal.SIGTERM])
+        rc = train_cli.main([*league, "--base.experiments-dir", str(tmp_path / "parts"), *(resume if k else [])])
+        assert rc == (0 if stop is None else PREEMPTED_EXIT)
+    assert "cannot be loaded" not in capfd.readouterr().out
+    digests = []
+    for part in ("straight", "parts"):
+        (path,) = list((tmp_path / part).rglob("model_smoke_000009.pt"))
+        digests.append(weights_digest(torch.load(path, weights_only=True)["policy"]))
+    assert digests[0] == digests[1]

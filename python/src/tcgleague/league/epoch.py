@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Collection
 
 import torch
 
@@ -59,11 +60,14 @@ class LeagueEpoch:
         sampler: TCGSampler,
         results: list[GameResult],
         active: bool,
+        playing: Collection[str] = (),
     ) -> None:
         """`results`: this rank's finished games of the epoch vs non-self opponents; `active`:
-        whether the league plays its opponents yet (activate_after_steps). perf: the main
+        whether the league plays its opponents yet (activate_after_steps); `playing`: who this
+        rank's running games play (a retired member they play keeps its file). perf: the main
         thread's seconds in the candidate work (the pending evaluation's join and apply, the
         new candidate's ingest and plan or inline matches, the state file) and the join's wait."""
+        self.note_playing(playing)
         start = time.perf_counter()
         waited = self.apply_pending()
         applied = time.perf_counter()
@@ -98,6 +102,14 @@ class LeagueEpoch:
         next run): a clean break for a benchmark that times epochs."""
         if self.pending is not None:
             self.pending.future.result()
+
+    def note_playing(self, playing: Collection[str]) -> None:
+        """Every rank's opponents of running games -> rank 0's manager, before anything retires:
+        a member retired while a game still plays it keeps its file, which a resume of that game
+        must load (its checkpoint names the member)."""
+        gathered = self.dist.gather(sorted(playing))
+        if self.dist.is_main:
+            self.manager.note_playing({m for rank in gathered for m in rank})
 
     def record_results(self, results: list[GameResult]) -> None:
         """Every rank's finished games into the manager's payoff (rank 0), rank by rank in the

@@ -117,6 +117,7 @@ class LeagueManager:
         self.decisions: list[dict] = []
         self.games_recorded = 0  # the learner's training games recorded so far (a clock for last_played)
         self.last_played: dict[str, int] = {}  # member -> games_recorded when the learner last played it
+        self.playing: set[str] = set()  # who running games play (note_playing, each epoch): retirement keeps them
 
     @property
     def state_path(self) -> Path | None:
@@ -145,13 +146,17 @@ class LeagueManager:
         return member
 
     def load_policy(self, member_id: str):
-        """(frozen policy, sampling params) of a member (or one retired in the last round)."""
+        """(frozen policy, sampling params) of a member (or a retiree: retired in the last round, or still played by a running game)."""
         return self.store.load(member_id)
+
+    def note_playing(self, member_ids: set[str]) -> None:
+        """Who the running games (every rank's) play now: retirement keeps their files."""
+        self.playing = set(member_ids)
 
     def retain(self) -> list[str]:
         """Applies pool retention (logged); returns the removed ids (their ratings and payoff go)."""
         kept = retain_ids(self.pool_ids(), self.champion, self.cfg.pool_size, self.cfg.keep_recent, self.cfg.keep_old)
-        removed = self.store.retire(kept)
+        removed = self.store.retire(kept, self.playing)
         if removed:
             keep = set(self.pool_ids()) | set(BOTS) | {LEARNER}
             self.payoff.forget(keep)

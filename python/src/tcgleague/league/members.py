@@ -10,6 +10,7 @@ a resume in between can still load it."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -49,7 +50,7 @@ class MemberStore:
     def __init__(self, directory: str | Path | None = None):
         self.directory = Path(directory) / "members" if directory is not None else None
         self.members: dict[str, Member] = {}
-        self.retired: dict[str, dict] = {}  # the last retirement round: id -> Member fields
+        self.retired: dict[str, dict] = {}  # the last round's retirees and those running games still play: id -> Member fields
         self.next_order = 0
         self._inline: dict[str, dict] = {}  # in-memory weights (no directory)
         self._cache: dict[str, tuple[TCGPolicy, dict]] = {}
@@ -91,8 +92,8 @@ class MemberStore:
         return member
 
     def load(self, member_id: str) -> tuple[TCGPolicy, dict]:
-        """(frozen policy, sampling params) of a member, or of one retired in the last round
-        (games against it may still be running); cached while it is in the pool."""
+        """(frozen policy, sampling params) of a member, or of a retiree (the last round's, or one
+        a running game still plays); cached while it is in the pool."""
         if member_id in self._cache:
             return self._cache[member_id]
         member = self.members.get(member_id)
@@ -123,14 +124,16 @@ class MemberStore:
         `load_state_dict(in_memory(state))`."""
         self._inline.update(weights)
 
-    def retire(self, keep: list[str]) -> list[str]:
-        """Removes every member not in `keep`; deletes the files of the previous round's retirees."""
+    def retire(self, keep: list[str], playing: Collection[str] = ()) -> list[str]:
+        """Removes every member not in `keep`; deletes the files of earlier retirees, except those
+        running games still play (`playing`): a resume of such a game loads the member its
+        checkpoint names, so it stays a retiree (loadable) until no game plays it."""
         removed = [m for m in self.members if m not in keep]
         for old in self.retired.values():
-            if old["path"] is not None and old["id"] not in self.members:
+            if old["path"] is not None and old["id"] not in self.members and old["id"] not in playing:
                 Path(old["path"]).unlink(missing_ok=True)
                 Path(old["path"]).with_suffix(".json").unlink(missing_ok=True)  # its sidecar
-        self.retired = {}
+        self.retired = {m: old for m, old in self.retired.items() if m in playing}
         for m in removed:
             member = self.members.pop(m)
             self._inline.pop(m, None)

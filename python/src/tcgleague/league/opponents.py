@@ -213,7 +213,8 @@ class LeagueOpponents:
         """The epoch's league work (rank 0's; epoch.py) on this epoch's results, then every
         rank receives its outcome (replication.py) and refreshes its pool and PFSP weights."""
         active = self.matchmaker.is_active(global_step)
-        self.epoch_work.run(epoch, global_step, policy, sampler, self.take_results(), active)
+        playing = self.matchmaker.in_use()
+        self.epoch_work.run(epoch, global_step, policy, sampler, self.take_results(), active, playing)
         self.replication.share()
         self.sync_pool()
         self.epoch_perf = self.take_perf()
