@@ -50,7 +50,9 @@ class MemberStore:
     def __init__(self, directory: str | Path | None = None):
         self.directory = Path(directory) / "members" if directory is not None else None
         self.members: dict[str, Member] = {}
-        self.retired: dict[str, dict] = {}  # the last round's retirees and those running games still play: id -> Member fields
+        self.retired: dict[
+            str, dict
+        ] = {}  # the last round's retirees and those running games still play: id -> Member fields
         self.next_order = 0
         self._inline: dict[str, dict] = {}  # in-memory weights (no directory)
         self._cache: dict[str, tuple[TCGPolicy, dict]] = {}
