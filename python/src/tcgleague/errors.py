@@ -83,6 +83,13 @@ def output_file(path: Path | None, flag: str) -> Path | None:
     return path
 
 
+def write_report(path: Path | None, report: dict) -> None:
+    """An entry point's `--json` report (checked up front by `output_file`), and a line saying so."""
+    if path is not None:
+        path.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {path}")
+
+
 def entry_point(prog: str) -> Callable[[Callable[[list[str] | None], int]], Callable[[list[str] | None], int]]:
     """Wraps an entry point's `main(argv) -> exit code`: a ReportedError becomes
     `<prog>: <label>: <message>` on stderr and its `exit_code` (2; a WriteError 74). Under torchrun every error is also

@@ -19,7 +19,6 @@ seed, same games), and reports each win rate with the panel's mean and worst.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -32,7 +31,7 @@ from rich.table import Table
 from .bots import SCRIPTED
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
-from .errors import ArgumentError, entry_point, output_file
+from .errors import ArgumentError, entry_point, output_file, write_report
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import ActorFactory, bot_side, play_match, policy_side
 from .report.panels import log_evaluation
@@ -117,6 +116,12 @@ def evaluate_panel(loaded: LoadedCheckpoint, members: list[str], episodes: int, 
     }
 
 
+def tally_cells(row: dict, games: int) -> list[str]:
+    """A report row's games, W, L, D, win rate and Wilson interval, as table cells."""
+    interval = f"[{row['wilson_low']:.3f}, {row['wilson_high']:.3f}]"
+    return [str(games), str(row["wins"]), str(row["losses"]), str(row["draws"]), f"{row['winrate']:.3f}", interval]
+
+
 def print_panel(r: dict, console: Console | None = None) -> None:
     console = console or Console()
     table = Table(
@@ -126,15 +131,7 @@ def print_panel(r: dict, console: Console | None = None) -> None:
     for col in ("games", "W", "L", "D", "win rate", "Wilson 95%"):
         table.add_column(col, justify="right")
     for v in r["panel"]:
-        table.add_row(
-            v["opponent"],
-            str(v["episodes"]),
-            str(v["wins"]),
-            str(v["losses"]),
-            str(v["draws"]),
-            f"{v['winrate']:.3f}",
-            f"[{v['wilson_low']:.3f}, {v['wilson_high']:.3f}]",
-        )
+        table.add_row(v["opponent"], *tally_cells(v, v["episodes"]))
     table.add_row("panel mean", "", "", "", "", f"{r['mean_winrate']:.3f}", "")
     table.add_row(f"panel worst ({r['worst_opponent']})", "", "", "", "", f"{r['worst_winrate']:.3f}", "")
     console.print(table)
@@ -169,15 +166,7 @@ def print_report(r: dict, console: Console | None = None) -> None:
         for col in ("", "games", "W", "L", "D", "win rate", "Wilson 95%"):
             table.add_column(col, justify="right" if col else "left")
         for name, v in r[key].items():
-            table.add_row(
-                str(name),
-                str(v["games"]),
-                str(v["wins"]),
-                str(v["losses"]),
-                str(v["draws"]),
-                f"{v['winrate']:.3f}",
-                f"[{v['wilson_low']:.3f}, {v['wilson_high']:.3f}]",
-            )
+            table.add_row(str(name), *tally_cells(v, v["games"]))
         console.print(table)
 
 
@@ -263,9 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         report = evaluate_loaded(loaded, args.opponent, args.episodes, args.seed, **options)
         print_report(report)
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-        print(f"wrote {args.json}")
+    write_report(args.json, report)
     if args.wandb:
         print(f"logged to W&B: {log_evaluation(report, Path(args.checkpoint).resolve().parent)}")
     return 0

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
 
-from ..errors import entry_point, output_file
+from ..errors import entry_point, output_file, write_report
 from . import compile as compile_bench
 from . import engine, exploit, league, learn, peer, scale, train
 
@@ -41,9 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     args.overrides = extra + (["--base.device", args.device] if getattr(args, "device", None) else [])
     output_file(args.json, "--json")
     figures = BENCHES[args.bench].run(args)
-    if args.json:
-        args.json.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
-        print(f"wrote {args.json}")
+    write_report(args.json, figures)
     return 0
 
 
