@@ -961,7 +961,11 @@ def test_engine_state_with_an_episode_record_out_of_range_is_rejected(stat_field
     env.engine.set_state(state)  # the control: the untouched record is accepted
 
 
-def test_resume_with_a_rejected_engine_state_restarts_the_games_with_a_warning(trained, tmp_path, capsys):
+def test_resume_with_a_rejected_engine_state_is_refused_unless_fresh_deals_are_accepted(trained, tmp_path, capsys):
+    """--resume-load-optimizer asks for an exact continuation: a damaged game (its engine state
+    rejected) refuses the checkpoint with one line naming the game and field, and writes nothing;
+    with --resume-accept-fresh-deals the games restart from fresh deals, with a warning."""
+
     def garble_game_0(s):
         blob = bytearray(s["run_state"]["env"]["engines"][0])
         size = game_size(bytes(blob), 16)
@@ -970,10 +974,13 @@ def test_resume_with_a_rejected_engine_state_restarts_the_games_with_a_warning(t
 
     path = tampered(trained, tmp_path / "model_smoke_000001.pt", garble_game_0)
     base = tmp_path / "exp"
+    resume = [*RESUME_ARGS, "--base.experiments-dir", str(base), "--resume-checkpoint", str(path)]
     capsys.readouterr()
-    rc = train_cli.main(
-        [*RESUME_ARGS, "--base.experiments-dir", str(base), "--resume-checkpoint", str(path), "--resume-load-optimizer"]
-    )
+    assert train_cli.main([*resume, "--resume-load-optimizer"]) == 2
+    err = capsys.readouterr().err
+    assert "engine state rejected: game 0: field" in err and "--resume-accept-fresh-deals" in err
+    assert "Traceback" not in err and not run_dirs(base), "a refused resume leaves no run directory"
+    rc = train_cli.main([*resume, "--resume-load-optimizer", "--resume-accept-fresh-deals"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "engine state not restored (engine state rejected: game 0: field" in out

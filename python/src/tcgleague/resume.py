@@ -43,6 +43,7 @@ class ResumeOptions:
     load_optimizer: bool = False
     strict: bool = False
     auto_reset_critic: bool = True
+    accept_fresh_deals: bool = False  # with load_optimizer: a rejected engine state restarts the games
 
 
 def reset_value_head(policy: TCGPolicy, seed: int) -> None:
@@ -100,7 +101,8 @@ def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOpti
     changes = reward_changes(s.get("config") or {}, trainer.cfg)
     if options.load_optimizer:
         with named_field_errors(loaded):
-            exact = trainer.load_state_dict(s, log, resumed_from=str(loaded.path))
+            required = not options.accept_fresh_deals
+            exact = trainer.load_state_dict(s, log, resumed_from=str(loaded.path), strict=required)
         log(
             f"[resume] {loaded.path}: weights, optimizer, LR scheduler and run state restored at epoch "
             f"{trainer.epoch}, global_step {trainer.global_step} (anneal_offset {trainer.anneal_offset}"

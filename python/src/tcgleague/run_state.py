@@ -16,6 +16,7 @@ import math
 import numpy as np
 import torch
 
+from .checkpoint import CheckpointError
 from .dist import Dist
 from .rng import restore_generator
 from .vecenv import VecEnv
@@ -77,9 +78,11 @@ def rank_part(state: dict, dist: Dist, log) -> dict | None:
     }
 
 
-def restore_games(env: VecEnv, run: dict, seed: int, log) -> np.ndarray | None:
+def restore_games(env: VecEnv, run: dict, seed: int, log, required: bool = False) -> np.ndarray | None:
     """Puts the checkpoint's running games (engine state and env buffers) back into `env`;
-    returns the observation buffer, or None (with a warning) when they do not fit this run."""
+    returns the observation buffer, or None (with a warning) when they do not fit this run. An
+    engine state the engine rejects (a damaged game) is refused when `required` (the resume asked
+    for an exact continuation): fresh deals would silently make it another run."""
     if run["num_agents"] != env.num_rows:
         log(f"[resume] WARNING: the checkpoint ran {run['num_agents']} rows, this run {env.num_rows}: {FRESH_GAMES}")
         return None
@@ -92,6 +95,11 @@ def restore_games(env: VecEnv, run: dict, seed: int, log) -> np.ndarray | None:
     try:
         return env.load_state_dict(run["env"], seed)
     except ValueError as err:
+        if required:
+            raise CheckpointError(
+                f"{err}: the running games cannot be restored, so the continuation cannot be exact; "
+                "--resume-accept-fresh-deals restarts them from fresh deals instead"
+            ) from None
         log(f"[resume] WARNING: engine state not restored ({err}): {FRESH_GAMES}")
         return None
 

@@ -77,6 +77,12 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         "anneals continue from the checkpoint's step (anneal offset)",
     )
     r.add_argument(
+        "--resume-accept-fresh-deals",
+        action="store_true",
+        help="with --resume-load-optimizer: running games whose engine state is rejected (damaged) restart "
+        "from fresh deals, a continuation that is not exact (default: refuse the checkpoint)",
+    )
+    r.add_argument(
         "--resume-strict",
         action="store_true",
         help="refuse a checkpoint whose behaviour-defining sources changed (default: warn)",
@@ -164,7 +170,11 @@ def load_resume(args: argparse.Namespace, cfg: Config) -> tuple[LoadedCheckpoint
     if not args.resume_checkpoint.strip():
         raise CheckpointError("--resume-checkpoint is empty: give a checkpoint file or 'latest'")
     options = ResumeOptions(
-        args.resume_checkpoint, args.resume_load_optimizer, args.resume_strict, args.resume_auto_reset_critic
+        args.resume_checkpoint,
+        args.resume_load_optimizer,
+        args.resume_strict,
+        args.resume_auto_reset_critic,
+        args.resume_accept_fresh_deals,
     )
     path = Path(args.resume_checkpoint)
     if args.resume_checkpoint == "latest":

@@ -359,10 +359,11 @@ class Trainer:
             "resumed_from": self.resumed_from,
         }
 
-    def load_state_dict(self, state: dict, log=print, resumed_from: str | None = None) -> bool:
+    def load_state_dict(self, state: dict, log=print, resumed_from: str | None = None, strict: bool = False) -> bool:
         """Restores `state_dict()` in full: weights, optimizer, LR scheduler, counters, RNG
         streams, and - when they fit this env and this job's world size - the running games with
-        their LSTM state. Returns whether the continuation is exact (the running games were restored)."""
+        their LSTM state (`strict`: a rejected engine state is refused, not replaced by
+        fresh deals). Returns whether the continuation is exact (the running games were restored)."""
         unwrap(self.policy).load_state_dict(state["policy"], strict=True)
         self.learner.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -373,7 +374,7 @@ class Trainer:
         if mine is None:  # another world size: fresh games and streams from this rank's seed
             self.opponents.load_state_dict(state.get("league"), False, log)
             return False
-        exact = self.load_games(mine["run_state"], log) if mine.get("run_state") is not None else False
+        exact = mine.get("run_state") is not None and self.load_games(mine["run_state"], log, strict)
         if mine.get("generator") is not None:
             saved_device = mine.get("generator_device", "cpu")
             restore_sampling_stream(self.learner.generator, mine["generator"], saved_device, self.seed, log)
@@ -387,9 +388,9 @@ class Trainer:
         self.restart_at(0, 0, anneal_offset, resumed_from)
         self.opponents.load_state_dict(state.get("league"), exact=False, log=log)
 
-    def load_games(self, run: dict, log) -> bool:
+    def load_games(self, run: dict, log, required: bool = False) -> bool:
         """Engine, env buffers, LSTM state and episode flags; False (warned) if they do not fit."""
-        self.obs = restore_games(self.env, run, self.seed, log)
+        self.obs = restore_games(self.env, run, self.seed, log, required)
         if self.obs is None:
             return False
         self.learner.actor.state.load_state_dict({"h": run["state_h"], "c": run["state_c"]})
