@@ -214,24 +214,28 @@ class LeagueManager:
         opponents = [(CHAMPION, self.champion)] if self.champion not in (None, candidate) else []
         opponents += [(BASELINE, bot) for bot in self.baselines]
         opponents += [(VERIFICATION, m) for m in self.verification_opponents(candidate)]
-        games = self.cfg.eval_games
-        matches = [PlannedMatch(role, who, self.prepare(candidate, who, games)) for role, who in opponents]
-        return EvaluationPlan(candidate, self.champion, epoch, tuple(matches))
+        return self.planned(candidate, self.champion, epoch, opponents)
 
     def replan(self, pending: PendingEvaluation) -> EvaluationPlan:
         """A checkpoint's pending evaluation with its sides loaded again (an exact resume plays
         the same seeded matches); a match whose side cannot be loaded any more is skipped (warned)."""
+        return self.planned(pending.candidate, pending.champion, pending.epoch, pending.opponents, skip_unloadable=True)
+
+    def planned(
+        self, candidate: str, champion: str | None, epoch: int, opponents, skip_unloadable: bool = False
+    ) -> EvaluationPlan:
+        """The plan of `candidate`'s matches vs `opponents` ((role, id) pairs), every side loaded now."""
         matches = []
-        for role, who in pending.opponents:
+        for role, who in opponents:
             try:
-                play = self.prepare(pending.candidate, who, self.cfg.eval_games)
+                play = self.prepare(candidate, who, self.cfg.eval_games)
             except UNLOADABLE as e:
-                self.log(
-                    f"[league] WARNING: candidate {pending.candidate}'s match vs {who} cannot be loaded ({e}): skipped"
-                )
+                if not skip_unloadable:
+                    raise
+                self.log(f"[league] WARNING: candidate {candidate}'s match vs {who} cannot be loaded ({e}): skipped")
                 play = None
             matches.append(PlannedMatch(role, who, play))
-        return EvaluationPlan(pending.candidate, pending.champion, pending.epoch, tuple(matches))
+        return EvaluationPlan(candidate, champion, epoch, tuple(matches))
 
     def prepare(self, a: str, b: str, games: int) -> Callable[[], Tally]:
         """A match of a vs b, its sides loaded now (MemberMatches.prepare; a plain PlayMatch is

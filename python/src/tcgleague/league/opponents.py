@@ -111,15 +111,15 @@ class LeagueOpponents:
         """The frozen members decide in the learner's device step (the pool as its companion, on
         the same upload, merged into the same download): returns the rows left for `act` (bots,
         the exploiter and its snapshot) and the pool when it has rows among `theirs`."""
-        frozen = theirs[self.frozen_mask(theirs)]
+        frozen = theirs[self.frozen_mask(theirs, self.opponent_of_rows(theirs))]
         if len(frozen) == 0:
             return theirs, None
         self.pool.plan(rows, frozen)
         return np.setdiff1d(theirs, frozen, assume_unique=True), self.pool
 
-    def frozen_mask(self, rows: np.ndarray) -> np.ndarray:
-        """Which of opponent `rows` a frozen member plays (not a bot, the exploiter or its snapshot)."""
-        who = self.opponent_of_rows(rows)
+    def frozen_mask(self, rows: np.ndarray, who: np.ndarray) -> np.ndarray:
+        """Which of opponent `rows` (whose opponents are `who`) a frozen member plays: not a bot,
+        the exploiter or its snapshot."""
         frozen = ~np.isin(rows, self.matchmaker.snapshot_rows())
         for name in self.actors:
             frozen &= who != name
@@ -134,6 +134,7 @@ class LeagueOpponents:
             return out
         since = time.perf_counter()
         who = self.opponent_of_rows(rows)
+        frozen = self.frozen_mask(rows, who)
         snapshot = np.isin(rows, self.matchmaker.snapshot_rows())
         if snapshot.any():  # the exploiter's snapshot of the learner, in the exploiter's games
             out[snapshot] = self.exploiter.act_as_snapshot(obs, rows[snapshot])
@@ -144,7 +145,6 @@ class LeagueOpponents:
             if sel.any():
                 out[sel] = actor.act(obs, rows[sel])
                 since = self.clock.tick("exploiter" if name == EXPLOITER else "bots", since)
-        frozen = self.frozen_mask(rows)
         if frozen.any():
             out[frozen] = self.pool.act(obs, rows[frozen])
         return out
