@@ -612,9 +612,9 @@ def test_a_pickle_that_would_run_code_is_refused_by_every_loader(trained, tmp_pa
     store = MemberStore(tmp_path / "league")
     config = torch.load(trained, weights_only=True)["policy_config"]
     member = {"id": "e000001", "order": 0, "step": 512, "epoch": 1, "path": str(evil), "policy_config": config}
-    store.load_state_dict({"members": [member], "next_order": 1, "retired": {}})
-    with pytest.raises(CheckpointError, match=re.escape(hint)):
-        store.load("e000001")
+    with pytest.raises(CheckpointError, match=re.escape(hint)):  # refused before it is adopted
+        store.load_state_dict({"members": [member], "next_order": 1, "retired": {}})
+    assert not list((tmp_path / "league" / "members").iterdir())
     # the converter allows numpy's types and nothing else: it refuses the file too
     capsys.readouterr()
     assert checkpoint_cli.main(["convert", str(evil)]) == 2

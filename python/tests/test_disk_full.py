@@ -124,7 +124,7 @@ def test_a_league_file_that_cannot_be_written_stops_the_run_with_the_previous_fi
     assert_intact(tmp_path, run_dir, newest=int(newest.stem[-6:]))
     state = json.loads((run_dir / "league" / "league_state.json").read_text())
     for member in state["members"]:  # the saved league state names loadable member files only
-        load_checkpoint(member["path"], log=lambda m: None)
+        load_checkpoint(run_dir / member["path"], log=lambda m: None)
 
 
 def test_a_metrics_line_is_never_half_written_on_a_full_disk(tmp_path, monkeypatch, capfd):

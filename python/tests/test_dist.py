@@ -148,10 +148,12 @@ def test_three_rank_resume_is_bit_identical_too(tmp_path):
 
 
 @pytest.mark.slow
-def test_elastic_restart_resumes_from_latest_and_continues_exactly(selfplay, tmp_path):
-    """Rank 1 fails in epoch 3 of the first attempt; torchrun --max-restarts 1 starts the job
-    again with the same arguments, and `--resume-checkpoint latest` (a fresh start the first
-    time) continues from epoch 2 - to the same weights as the run that never failed."""
+@pytest.mark.parametrize("failure", ["raises", "SIGKILL"])
+def test_elastic_restart_resumes_from_latest_and_continues_exactly(selfplay, tmp_path, failure):
+    """Rank 1 fails in epoch 3 of the first attempt (an error, or killed as when its node is
+    lost); torchrun --max-restarts 1 starts the job again with the same arguments, and
+    `--resume-checkpoint latest` (a fresh start the first time) continues from epoch 2 - to the
+    same weights as the run that never failed."""
     base, _ = selfplay
     (straight,) = run_dirs(base)
     proc = torchrun(
@@ -161,10 +163,12 @@ def test_elastic_restart_resumes_from_latest_and_continues_exactly(selfplay, tmp
         "--resume-load-optimizer",
         script="python/tests/helpers/dist_failing_rank.py",
         launcher=("--max-restarts", "1", "--monitor-interval", "0.5"),
-        env={"FAIL_RANK": "1", "FAIL_EPOCH": "3", "FAIL_ONCE": "1"},
+        env={"FAIL_RANK": "1", "FAIL_EPOCH": "3", "FAIL_ONCE": "1", "FAIL_KILL": str(int(failure == "SIGKILL"))},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "starting fresh" in proc.stderr and "injected failure on rank 1 in epoch 3" in proc.stderr
+    assert "starting fresh" in proc.stderr
+    lost = "injected failure on rank 1 in epoch 3" if failure == "raises" else "failed (exitcode: -9) local_rank: 1"
+    assert lost in proc.stderr, proc.stderr[-3000:]
     first, second = run_dirs(tmp_path)
     saved = sorted(first.glob("*.pt"))
     assert saved[-1].name in ("model_smoke_000001.pt", "model_smoke_000002.pt"), "no epoch 3: it failed"
@@ -198,10 +202,12 @@ def test_a_damaged_league_state_stops_every_rank_with_the_same_error(league, tmp
     (run_a,) = run_dirs(base)
     state = torch.load(run_a / "model_smoke_000002.pt", weights_only=True)
     state["league"]["manager"]["payoff"] = "not a payoff table"
-    torch.save(state, tmp_path / "damaged.pt")
-    proc = torchrun(tmp_path / "exp", "--league-enable", "--resume-checkpoint", str(tmp_path / "damaged.pt"))
+    damaged = run_a / "damaged.pt"  # in its run directory, where the members it names are
+    torch.save(state, damaged)
+    proc = torchrun(tmp_path / "exp", "--league-enable", "--resume-checkpoint", str(damaged))
+    damaged.unlink()
     assert proc.returncode != 0
-    refusal = f"train: checkpoint refused: checkpoint {tmp_path / 'damaged.pt'} is damaged: field league.manager"
+    refusal = f"train: checkpoint refused: checkpoint {damaged} is damaged: field league.manager"
     root_cause = proc.stderr.split("Root Cause")[-1]  # whichever rank torchrun saw fail first: the same line
     assert refusal in root_cause and "Traceback" not in root_cause, proc.stderr[-3000:]
 
@@ -213,6 +219,28 @@ def test_nccl_without_cuda_is_refused_at_start(tmp_path):
     root_cause = proc.stderr.split("Root Cause")[-1]
     assert "train: config error: [dist] backend nccl needs CUDA" in root_cause, proc.stderr[-2000:]
     assert "Traceback" not in root_cause
+
+
+def test_a_rank_killed_mid_epoch_ends_the_job_naming_it(tmp_path):
+    """SIGKILL (a lost node) cannot be caught: torchrun's agent sees the rank's process die and
+    stops the others, which wait for it in the epoch's collective, well within the collective
+    timeout; what was saved before stays."""
+    start = time.monotonic()
+    proc = torchrun(
+        tmp_path,
+        "--dist.timeout-seconds",
+        "30",
+        script="python/tests/helpers/dist_failing_rank.py",
+        launcher=("--monitor-interval", "0.5"),
+        env={"FAIL_RANK": "1", "FAIL_EPOCH": "2", "FAIL_KILL": "1"},
+    )
+    elapsed = time.monotonic() - start
+    assert proc.returncode != 0 and elapsed < 60, (proc.returncode, elapsed)
+    failures = proc.stderr.split("FAILED")[-1]  # torchrun's summary: the rank and how it died
+    assert "rank      : 1" in failures and "SIGKILL" in failures, failures[-2000:]
+    (run_dir,) = run_dirs(tmp_path)
+    assert (run_dir / "model_smoke_000001.pt").is_file()
+    load_checkpoint(run_dir / "model_smoke_000001.pt", run_state=True, log=lambda m: None)
 
 
 def test_a_hung_rank_fails_the_job_after_the_collective_timeout(tmp_path):

@@ -18,7 +18,7 @@ from tcgleague import train as train_cli
 from tcgleague.bench.__main__ import main as bench_main
 from tcgleague.bots import GREEDY, RANDOM, random_actions
 from tcgleague.build import build_trainer
-from tcgleague.checkpoint import load_checkpoint
+from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.dist import SINGLE
 from tcgleague.env import TCGEnv
@@ -31,6 +31,7 @@ from tcgleague.league.members import MemberStore
 from tcgleague.league.promotion import decide, retain_ids
 from tcgleague.league.ratings import Payoff, interleave
 from tcgleague.match import bot_side, play_match
+from tcgleague.opponent_side import Origin
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
 from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
@@ -460,14 +461,31 @@ def test_member_files_are_checkpoints_loaded_frozen(tmp_path):
     policy, pc = tiny_policy()
     store = MemberStore(tmp_path)
     member = store.ingest("m", policy.state_dict(), pc, {"subaction_temperature": 0.5}, step=7, epoch=3)
-    # a member file is a checkpoint, read back through load_checkpoint (weights only)
-    assert member.path == str(tmp_path / "members" / "m.pt")
-    assert torch.load(member.path, weights_only=True)["policy_config"] == pc
-    ckpt = load_checkpoint(member.path, log=quiet)
+    # a member file is a checkpoint, read back through load_checkpoint (weights only), its path
+    # relative to the run directory (the league directory's parent)
+    assert member.path == f"{tmp_path.name}/members/m.pt" and store.file(member.path) == tmp_path / "members" / "m.pt"
+    assert torch.load(store.file(member.path), weights_only=True)["policy_config"] == pc
+    ckpt = load_checkpoint(store.file(member.path), log=quiet)
     assert (ckpt.global_step, ckpt.state["epoch"]) == (7, 3)
     assert ckpt.state["sampling_params"] == {"subaction_temperature": 0.5}
     loaded, params = store.load("m")
     assert params == {"subaction_temperature": 0.5} and not any(p.requires_grad for p in loaded.parameters())
+    assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), policy.state_dict().values()))
+
+
+def test_a_state_with_absolute_member_paths_resumes_from_a_moved_run(tmp_path):
+    """States written before member paths were relative hold absolute ones: a resume from the run
+    directory's new place finds the files there and adopts them with relative paths."""
+    policy, pc = tiny_policy()
+    old = MemberStore(tmp_path / "old" / "league")
+    old.ingest("m", policy.state_dict(), pc)
+    state = old.state_dict()
+    state["members"][0]["path"] = str(tmp_path / "old" / "league" / "members" / "m.pt")
+    (tmp_path / "old").rename(tmp_path / "moved")
+    store = MemberStore(tmp_path / "new" / "league")
+    store.load_state_dict(state, origin=Origin(tmp_path / "moved" / "model_x_000001.pt"))
+    assert store.members["m"].path == "league/members/m.pt" and (tmp_path / "new/league/members/m.pt").is_file()
+    loaded, _ = store.load("m")
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), policy.state_dict().values()))
 
 
@@ -493,7 +511,7 @@ def test_league_smoke_run_fills_pool_promotes_and_logs(tmp_path):
         assert sum(d["vs_baselines"][GREEDY]) == 16  # eval_games, one duplicate match
         assert d["vs_champion"] is None or sum(d["vs_champion"]) == 16
     for m in state["members"]:  # each member file is a checkpoint
-        assert load_checkpoint(m["path"], log=quiet).state["epoch"] == m["epoch"]
+        assert load_checkpoint(run_dir / m["path"], log=quiet).state["epoch"] == m["epoch"]
     lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
     for key in (
         "league/active",
@@ -649,7 +667,7 @@ def test_pool_retention():
     assert len(mid) == 5 and max(np.diff(mid)) - min(np.diff(mid)) <= 1  # evenly spaced by age
 
 
-def test_manager_retention_keeps_champion_and_deletes_files(tmp_path):
+def test_manager_retention_keeps_champion_and_prunes_files_after_checkpoints(tmp_path):
     cfg = league_cfg(pool_size=4, keep_recent=1, keep_old=1)
     play = Scripted({GREEDY: (64, 0, 0)})
     mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet)
@@ -662,10 +680,15 @@ def test_manager_retention_keeps_champion_and_deletes_files(tmp_path):
             mgr.evaluate(f"e{i:02d}")
         assert len(mgr.pool_ids()) <= 4
     assert mgr.champion == "e00" and "e00" in mgr.pool_ids() and "e09" in mgr.pool_ids()
-    # a retired member's file survives one round (games vs it may still run), then goes
+    # a retiree stays loadable one round (games vs it may still run); no file goes at retirement,
+    # only once a checkpoint that no longer names it is written (prune, with that state's names)
     retired = list(mgr.store.retired)
     files = sorted(p.stem for p in (tmp_path / "members").glob("*.pt"))
-    assert retired and files == sorted(mgr.pool_ids() + retired)
+    assert retired and files == [f"e{i:02d}" for i in range(10)]
+    named = mgr.pool_ids() + retired
+    assert mgr.store.prune(named) == sorted(set(files) - set(named))
+    assert sorted(p.stem for p in (tmp_path / "members").glob("*.pt")) == sorted(named)
+    assert sorted(p.stem for p in (tmp_path / "members").glob("*.json")) == sorted(named), "sidecars go too"
     policy, _ = mgr.load_policy(retired[0])
     assert not any(p.requires_grad for p in policy.parameters())
     assert set(mgr.ratings.ratings) <= set(mgr.pool_ids()) | {RANDOM, GREEDY, LEARNER}
@@ -678,12 +701,15 @@ def test_manager_retention_keeps_champion_and_deletes_files(tmp_path):
     for i in (10, 11):
         ingest_tiny(mgr, f"e{i:02d}", epoch=i)
         mgr.evaluate(f"e{i:02d}")
+    mgr.store.prune([])  # what the store itself names stays, whatever the checkpoint named
     assert gone in mgr.store.retired and mgr.load_policy(gone)[0] is not None
     assert (tmp_path / "members" / f"{gone}.pt").is_file()
     mgr.note_playing(set())
     ingest_tiny(mgr, "e12", epoch=12)
     mgr.evaluate("e12")
-    assert gone not in mgr.store.retired and not (tmp_path / "members" / f"{gone}.pt").exists()
+    assert gone not in mgr.store.retired and (tmp_path / "members" / f"{gone}.pt").is_file()
+    mgr.store.prune(mgr.pool_ids() + list(mgr.store.retired))
+    assert not (tmp_path / "members" / f"{gone}.pt").exists()
 
 
 # ---- state file -------------------------------------------------------------------------------
@@ -728,10 +754,16 @@ def test_league_state_round_trip_and_bak_recovery(tmp_path):
     assert any("backup" in line for line in logs)
     empty = LeagueManager(cfg, tmp_path / "none", play=play, log=quiet)
     assert empty.load() is False
-    # a state naming a member whose file is gone drops it (and says so)
+    # a state naming a member whose file is gone is refused, naming it, and changes nothing; a
+    # resume that allows it drops the member (and says so)
     (tmp_path / "members" / "e0.pt").unlink()
+    state = json.loads((tmp_path / (STATE_FILE + ".bak")).read_text())
+    with pytest.raises(CheckpointError, match=r"missing: e0 \(.*members/e0.pt\) - .*--league-allow-missing-members"):
+        recovered.load_state_dict(state)
+    assert "e0" in recovered.pool_ids()
     logs.clear()
-    assert recovered.load() and "e0" not in recovered.pool_ids() and "e1" in recovered.pool_ids()
+    recovered.load_state_dict(state, Origin(tmp_path.parent / "model.pt", allow_missing_members=True))
+    assert "e0" not in recovered.pool_ids() and "e1" in recovered.pool_ids()
     assert any("dropping e0" in line for line in logs)
     # both files unreadable: refused, naming both
     (tmp_path / (STATE_FILE + ".bak")).write_text("{")
@@ -831,7 +863,8 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
 
 def test_resume_with_a_running_game_vs_a_member_whose_file_is_gone(tmp_path):
     """A running game against a member retired in the last round whose file has since been deleted
-    (the original run went on) continues as self-play, with a warning, as documented."""
+    (the original run went on): the resume is refused, naming it; with the resume's
+    allow_missing_members the game continues as self-play, with a warning, as documented."""
     cfg = league_cfg(pool_size=3, keep_recent=1, keep_old=1, latest_ratio=0.0, bot_ratio=0.0)
     mgr = LeagueManager(cfg, tmp_path, play=Scripted({GREEDY: (64, 0, 0)}), log=quiet)
     for i in range(4):
@@ -842,19 +875,19 @@ def test_resume_with_a_running_game_vs_a_member_whose_file_is_gone(tmp_path):
     league.start(0)
     _force(league, ["e1", "e2"], seats=[0, 1])
     state = league.state_dict()
-    Path(mgr.store.retired["e1"]["path"]).unlink()
+    mgr.store.file(mgr.store.retired["e1"]["path"]).unlink()
+
+    def resumed() -> LeagueOpponents:
+        manager = LeagueManager(cfg, tmp_path, play=Scripted(), log=quiet)
+        return LeagueOpponents(cfg, 2, manager=manager, seed=0, engine_env=None, device=CPU, dist=SINGLE)
+
+    with pytest.raises(CheckpointError, match=r"missing: e1 \("):
+        resumed().load_state_dict(state, exact=True, log=quiet)
     logs = []
-    resumed = LeagueOpponents(
-        cfg,
-        2,
-        manager=LeagueManager(cfg, tmp_path, play=Scripted(), log=quiet),
-        seed=0,
-        engine_env=None,
-        device=CPU,
-        dist=SINGLE,
-    )
-    resumed.load_state_dict(state, exact=True, log=logs.append)
-    assert resumed.matchmaker.opponent_ids() == [SELF, "e2"] and any("e1 cannot be loaded" in x for x in logs)
+    allowed = Origin(tmp_path.parent / "model.pt", allow_missing_members=True)
+    league = resumed()
+    league.load_state_dict(state, exact=True, log=logs.append, origin=allowed)
+    assert league.matchmaker.opponent_ids() == [SELF, "e2"] and any("e1 cannot be loaded" in x for x in logs)
 
 
 def test_bench_league_times_a_candidates_evaluation_matches(tmp_path):

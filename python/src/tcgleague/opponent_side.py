@@ -16,6 +16,8 @@ The trainer's collect loop talks to one `OpponentSide`; plain self-play and the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -24,6 +26,20 @@ import torch
 from .actors import Companion
 from .layout import ACTION_WIDTH
 from .policy.tcg_sampler import TCGSampler
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a resumed state was saved. The files it names (league members) are stored relative
+    to the checkpoint's run directory, so a run directory copied to another path or machine
+    resumes from its new place."""
+
+    checkpoint: Path
+    allow_missing_members: bool = False  # drop members whose files are gone (warned) rather than refuse
+
+    @property
+    def run_dir(self) -> Path:
+        return self.checkpoint.parent
 
 
 class OpponentSide(Protocol):
@@ -59,8 +75,13 @@ class OpponentSide(Protocol):
 
     def state_dict(self) -> dict | None: ...
 
-    def load_state_dict(self, state: dict | None, exact: bool, log=print) -> None:
-        """Restores `state_dict()`; `exact` when the env's running games were restored too."""
+    def load_state_dict(self, state: dict | None, exact: bool, log=print, origin: Origin | None = None) -> None:
+        """Restores `state_dict()`; `exact` when the env's running games were restored too;
+        `origin`: where the state was saved (None: by this run)."""
+
+    def checkpointed(self, state: dict | None) -> None:
+        """`state` (this side's `state_dict()`) is in a checkpoint on disk now: files only older
+        states named may go."""
 
 
 class SelfPlay:
@@ -96,6 +117,9 @@ class SelfPlay:
     def state_dict(self) -> None:
         return None
 
-    def load_state_dict(self, state: dict | None, exact: bool, log=print) -> None:
+    def load_state_dict(self, state: dict | None, exact: bool, log=print, origin: Origin | None = None) -> None:
         if state is not None:
             log("[resume] note: the checkpoint has league state but [league] enable is false: ignored")
+
+    def checkpointed(self, state: dict | None) -> None:
+        pass

@@ -24,8 +24,10 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from .checkpoint import CheckpointError, FieldError, LoadedCheckpoint
+from .opponent_side import Origin
 from .policy.tcg_policy import TCGPolicy, build_policy, unwrap
 from .trainer import Trainer
 
@@ -44,6 +46,7 @@ class ResumeOptions:
     strict: bool = False
     auto_reset_critic: bool = True
     accept_fresh_deals: bool = False  # with load_optimizer: a rejected engine state restarts the games
+    allow_missing_members: bool = False  # league members whose files are gone leave the pool (warned)
 
 
 def reset_value_head(policy: TCGPolicy, seed: int) -> None:
@@ -99,10 +102,11 @@ def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOpti
             f"{' - the continuation follows the new config' if options.load_optimizer else ''}"
         )
     changes = reward_changes(s.get("config") or {}, trainer.cfg)
+    origin = Origin(Path(loaded.path), options.allow_missing_members)
     if options.load_optimizer:
         with named_field_errors(loaded):
             required = not options.accept_fresh_deals
-            exact = trainer.load_state_dict(s, log, resumed_from=str(loaded.path), strict=required)
+            exact = trainer.load_state_dict(s, log, origin, strict=required)
         log(
             f"[resume] {loaded.path}: weights, optimizer, LR scheduler and run state restored at epoch "
             f"{trainer.epoch}, global_step {trainer.global_step} (anneal_offset {trainer.anneal_offset}"
@@ -115,7 +119,7 @@ def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOpti
             )
     else:
         with named_field_errors(loaded):
-            trainer.load_weights(s, loaded.anneal_step, log, resumed_from=str(loaded.path))
+            trainer.load_weights(s, loaded.anneal_step, log, origin)
         log(
             f"[resume] {loaded.path}: weights only; global_step starts at 0, anneals continue from the "
             f"checkpoint's step: anneal_offset = {trainer.anneal_offset}"

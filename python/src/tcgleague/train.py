@@ -83,6 +83,12 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         "from fresh deals, a continuation that is not exact (default: refuse the checkpoint)",
     )
     r.add_argument(
+        "--league-allow-missing-members",
+        action="store_true",
+        help="league members whose files are gone from the checkpoint's run directory leave the pool (warned) "
+        "and their running games continue as self-play (default: refuse the checkpoint, naming them)",
+    )
+    r.add_argument(
         "--resume-strict",
         action="store_true",
         help="refuse a checkpoint whose behaviour-defining sources changed (default: warn)",
@@ -122,7 +128,9 @@ def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path | 
         state = trainer.state_dict()
         if state is None:
             return None
-        return save_checkpoint(run_dir, cfg.base.run_name, state, cfg.to_dict(), cfg.train.max_checkpoints)
+        path = save_checkpoint(run_dir, cfg.base.run_name, state, cfg.to_dict(), cfg.train.max_checkpoints)
+        trainer.opponents.checkpointed(state.get("league"))
+        return path
 
     return write
 
@@ -175,6 +183,7 @@ def load_resume(args: argparse.Namespace, cfg: Config) -> tuple[LoadedCheckpoint
         args.resume_strict,
         args.resume_auto_reset_critic,
         args.resume_accept_fresh_deals,
+        args.league_allow_missing_members,
     )
     path = Path(args.resume_checkpoint)
     if args.resume_checkpoint == "latest":

@@ -30,7 +30,7 @@ from .layout import ACTION_WIDTH, PASS
 from .learner import LearnerSizes, build_learner
 from .logger import Dashboard, RunLogger
 from .match import evaluate_vs_bots
-from .opponent_side import OpponentSide
+from .opponent_side import OpponentSide, Origin
 from .policy.tcg_policy import TCGPolicy, strip_compile_prefix, unwrap
 from .policy.tcg_sampler import TCGSampler
 from .ppo import lr_lambda, rolled_back_update
@@ -93,12 +93,12 @@ class Trainer:
         self.epoch_hooks: list[Callable[[dict], dict]] = []  # extra metrics per epoch (resume's health probe)
 
     # ---- the run's counters: written here and by load_state_dict only ---------------------------
-    def restart_at(self, global_step: int, epoch: int, anneal_offset: int, resumed_from: str | None = None) -> None:
+    def restart_at(self, global_step: int, epoch: int, anneal_offset: int, origin: Origin | None = None) -> None:
         """Continues the run's count from a checkpoint: exactly (its step and epoch) or weights
         only (0, 0, and the anneals offset to where the checkpoint's were)."""
         self.global_step, self.epoch, self.anneal_offset = int(global_step), int(epoch), int(anneal_offset)
-        if resumed_from is not None:
-            self.resumed_from = str(resumed_from)
+        if origin is not None:
+            self.resumed_from = str(origin.checkpoint)
 
     def add_epoch_hook(self, hook: Callable[[dict], dict]) -> None:
         """`hook(metrics) -> extra metrics`, called after every epoch (resume's health probe)."""
@@ -359,34 +359,34 @@ class Trainer:
             "resumed_from": self.resumed_from,
         }
 
-    def load_state_dict(self, state: dict, log=print, resumed_from: str | None = None, strict: bool = False) -> bool:
+    def load_state_dict(self, state: dict, log=print, origin: Origin | None = None, strict: bool = False) -> bool:
         """Restores `state_dict()` in full: weights, optimizer, LR scheduler, counters, RNG
         streams, and - when they fit this env and this job's world size - the running games with
         their LSTM state (`strict`: a rejected engine state is refused, not replaced by
-        fresh deals). Returns whether the continuation is exact (the running games were restored)."""
+        fresh deals; `origin`: the checkpoint it came from). Returns whether the continuation is exact."""
         unwrap(self.policy).load_state_dict(state["policy"], strict=True)
         self.learner.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        self.restart_at(state["global_step"], state["epoch"], state.get("anneal_offset") or 0, resumed_from)
+        self.restart_at(state["global_step"], state["epoch"], state.get("anneal_offset") or 0, origin)
         if "rng" in state:
             set_global_state(state["rng"])
         mine = rank_part(state, self.dist, log)
         if mine is None:  # another world size: fresh games and streams from this rank's seed
-            self.opponents.load_state_dict(state.get("league"), False, log)
+            self.opponents.load_state_dict(state.get("league"), False, log, origin)
             return False
         exact = mine.get("run_state") is not None and self.load_games(mine["run_state"], log, strict)
         if mine.get("generator") is not None:
             saved_device = mine.get("generator_device", "cpu")
             restore_sampling_stream(self.learner.generator, mine["generator"], saved_device, self.seed, log)
-        self.opponents.load_state_dict(mine.get("league"), exact, log)
+        self.opponents.load_state_dict(mine.get("league"), exact, log, origin)
         return exact
 
-    def load_weights(self, state: dict, anneal_offset: int, log=print, resumed_from: str | None = None) -> None:
+    def load_weights(self, state: dict, anneal_offset: int, log=print, origin: Origin | None = None) -> None:
         """A weights-only resume: the checkpoint's weights and league pool; step and epoch from 0,
         the anneals offset by `anneal_offset`; fresh games."""
         unwrap(self.policy).load_state_dict(state["policy"], strict=True)
-        self.restart_at(0, 0, anneal_offset, resumed_from)
-        self.opponents.load_state_dict(state.get("league"), exact=False, log=log)
+        self.restart_at(0, 0, anneal_offset, origin)
+        self.opponents.load_state_dict(state.get("league"), False, log, origin)
 
     def load_games(self, run: dict, log, required: bool = False) -> bool:
         """Engine, env buffers, LSTM state and episode flags; False (warned) if they do not fit."""

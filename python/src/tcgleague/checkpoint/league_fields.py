@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from ..errors import UserInputError
 from .field_types import FieldError
 
 
@@ -16,6 +17,8 @@ def league_field(name: str) -> Iterator[None]:
     """A malformed part of the league's state is a FieldError naming it."""
     try:
         yield
+    except UserInputError:
+        raise  # it names the problem and what to do already
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, RuntimeError) as err:
         raise FieldError(f"league.{name}", f"{type(err).__name__}: {err}") from None
 

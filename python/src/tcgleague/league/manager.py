@@ -28,6 +28,7 @@ from ..checkpoint import CheckpointError
 from ..checkpoint.league_fields import PendingEvaluation
 from ..config import LeagueSection
 from ..match import bot_side, play_match, policy_side
+from ..opponent_side import Origin
 from ..policy.tcg_sampler import TCGSampler
 from ..rng import stream_seed
 from ..scoring import Tally
@@ -338,10 +339,10 @@ class LeagueManager:
             "last_played": dict(self.last_played),
         }
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, origin: Origin | None = None) -> None:
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"league state version {state.get('version')!r}, expected {STATE_VERSION}")
-        self.store.load_state_dict(state, self.log)
+        self.store.load_state_dict(state, self.log, origin)
         self.champion = state["champion"] if state["champion"] in self.store else None
         self.ratings.load_state_dict(state["ratings"])
         self.payoff.load_state_dict(state["payoff"])

@@ -4,17 +4,28 @@ Members are ingested from the learner's weights in memory and written to
 `<league dir>/members/<id>.pt` as checkpoint-format policy files (checkpoint.save_policy), so
 the pool does not depend on checkpoints that `max_checkpoints` deletes; they are read back
 through checkpoint.load_checkpoint, the one load-and-validate path (no pickled code runs). A
-store without a directory keeps the weights in memory (tests, benchmarks). A retired member's
-file is deleted one retirement round later: games already running against it finish first, and
-a resume in between can still load it."""
+store without a directory keeps the weights in memory (tests, benchmarks). A retired member stays
+loadable for one retirement round (games already running against it finish first), longer while
+running games still play it. Its file is deleted only once a checkpoint that no longer names it
+is on disk (`prune`): the newest checkpoint's members are always there, whatever moment a run
+is killed at.
+
+A member's path is stored relative to the run directory (`league/members/<id>.pt`), so a run
+directory copied to another path or machine resumes from its new place: a resume reads the files
+from the checkpoint's run directory (`origin`) and links or copies them into its own, so this
+run's retirements never delete another run's files. A member whose file is gone is an error,
+unless the resume allows dropping it (`allow_missing`)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..checkpoint import load_checkpoint, save_policy
+from ..atomic import atomic_write
+from ..checkpoint import CheckpointError, load_checkpoint, save_policy
+from ..opponent_side import Origin
 from ..policy.tcg_policy import PolicyConfig, TCGPolicy, freeze, policy_from_state, strip_compile_prefix
 
 
@@ -29,7 +40,7 @@ class Member:
     order: int  # ingest order: age
     step: int = 0
     epoch: int = 0
-    path: str | None = None  # member file; None = held in memory (no league directory)
+    path: str | None = None  # member file, relative to the run directory; None = held in memory
     policy_config: dict | None = None
     sampling_params: dict = field(default_factory=dict)
 
@@ -48,6 +59,8 @@ class MemberStore:
     """Pool members oldest first, their weights on disk (or in memory), a load cache."""
 
     def __init__(self, directory: str | Path | None = None):
+        """`directory`: the run's league directory (`<run>/league`); None = weights in memory."""
+        self.run_dir = Path(directory).parent if directory is not None else None
         self.directory = Path(directory) / "members" if directory is not None else None
         self.members: dict[str, Member] = {}
         self.retired: dict[
@@ -86,7 +99,7 @@ class MemberStore:
         if self.directory is not None:
             path = self.directory / f"{member_id}.pt"
             save_policy(path, weights, member.policy_config, member.sampling_params, member.step, member.epoch)
-            member.path = str(path)
+            member.path = path.relative_to(self.run_dir).as_posix()
         else:
             self._inline[member_id] = weights
         self.next_order += 1
@@ -105,7 +118,7 @@ class MemberStore:
         if member is None:
             raise KeyError(f"{member_id!r} is not a league member (pool: {self.ids()})")
         if member.path is not None:
-            loaded = load_checkpoint(member.path)
+            loaded = load_checkpoint(self.file(member.path))
             out = (freeze(loaded.policy), dict(loaded.state.get("sampling_params") or {}))
         elif member_id in self._inline:
             policy = policy_from_state(self._inline[member_id], PolicyConfig.from_dict(member.policy_config))
@@ -127,14 +140,10 @@ class MemberStore:
         self._inline.update(weights)
 
     def retire(self, keep: list[str], playing: Collection[str] = ()) -> list[str]:
-        """Removes every member not in `keep`; deletes the files of earlier retirees, except those
-        running games still play (`playing`): a resume of such a game loads the member its
-        checkpoint names, so it stays a retiree (loadable) until no game plays it."""
+        """Removes every member not in `keep` (they become this round's retirees); earlier
+        retirees stop being loadable, except those running games still play (`playing`): a
+        resume of such a game loads the member its checkpoint names. No file is deleted here."""
         removed = [m for m in self.members if m not in keep]
-        for old in self.retired.values():
-            if old["path"] is not None and old["id"] not in self.members and old["id"] not in playing:
-                Path(old["path"]).unlink(missing_ok=True)
-                Path(old["path"]).with_suffix(".json").unlink(missing_ok=True)  # its sidecar
         self.retired = {m: old for m, old in self.retired.items() if m in playing}
         for m in removed:
             member = self.members.pop(m)
@@ -143,6 +152,18 @@ class MemberStore:
             self.retired[m] = asdict(member)
         return removed
 
+    def prune(self, named: Collection[str]) -> list[str]:
+        """Deletes the member files (and sidecars) that neither `named` - the members and
+        retirees of a state just written in a checkpoint - nor this store names; returns their ids."""
+        if self.directory is None:
+            return []
+        keep = {*named, *self.members, *self.retired}
+        gone = sorted(p for p in self.directory.glob("*.pt") if p.stem not in keep)
+        for path in gone:
+            path.unlink(missing_ok=True)
+            path.with_suffix(".json").unlink(missing_ok=True)
+        return [p.stem for p in gone]
+
     def state_dict(self) -> dict:
         return {
             "members": [asdict(m) for m in self.members.values()],
@@ -150,20 +171,65 @@ class MemberStore:
             "retired": self.retired,
         }
 
-    def load_state_dict(self, state: dict, log=print) -> None:
+    def file(self, path: str) -> Path:
+        """A member file's place: `path` under this run's directory (an absolute path, as states
+        written before paths were relative hold, is itself)."""
+        return self.run_dir / path if self.run_dir is not None else Path(path)
+
+    def load_state_dict(self, state: dict, log=print, origin: Origin | None = None) -> None:
+        """Restores `state_dict()`. `origin`: where the state was saved (its member files are read
+        in that run directory and adopted into this run's); None = by this run."""
         members = {m["id"]: Member(**m) for m in state["members"]}
         missing = [m.id for m in members.values() if m.path is None and m.id not in self._inline]
         if missing:
             raise ValueError(f"league state names in-memory members {missing} whose weights are gone")
-        # Retirement deletes member files, so a state older than the newest (e.g. an older
-        # checkpoint's copy) can name members that are gone: drop them, loudly.
-        lost = [m.id for m in members.values() if m.path is not None and not Path(m.path).is_file()]
+        retired = {k: Member(**v) for k, v in state.get("retired", {}).items()}
+        lost = self.adopt([*members.values(), *retired.values()], origin.run_dir if origin else None)
+        if lost and not (origin and origin.allow_missing_members):
+            raise CheckpointError(
+                f"league member file(s) missing: {'; '.join(f'{m} ({p})' for m, p in lost.items())} - copy the "
+                "run directory whole, or resume with --league-allow-missing-members to drop them from the pool"
+            )
         if lost:
             log(f"[league] WARNING: member files missing, dropping {', '.join(lost)} from the pool")
-            members = {k: v for k, v in members.items() if k not in lost}
-        self.members = members
+        self.members = {k: m for k, m in members.items() if k not in lost}
         self.next_order = int(state["next_order"])
-        self.retired = {k: dict(v) for k, v in state.get("retired", {}).items()}
+        self.retired = {k: asdict(m) for k, m in retired.items() if k not in lost}
         self._cache.clear()
         kept = set(self.members) | set(self.retired)  # in-memory weights of anyone else are unreachable
         self._inline = {k: v for k, v in self._inline.items() if k in kept}
+
+    def adopt(self, members: list[Member], origin: Path | None) -> dict[str, str]:
+        """Makes each member's file this run's (`league/members/<id>.pt` under its directory),
+        linked or copied from `origin`'s once it loads (a file that would run code is refused);
+        returns {id: where it was looked for} of those whose file is gone."""
+        lost = {}
+        for m in members:
+            if m.path is None:
+                continue
+            source = origin / m.path if origin is not None else self.file(m.path)
+            if not source.is_file() and origin is not None and self.directory is not None:
+                source = origin / self.directory.relative_to(self.run_dir) / Path(m.path).name  # an older absolute path
+            if not source.is_file():
+                lost[m.id] = str(source)
+            elif self.directory is None:
+                m.path = str(source)
+            else:
+                own = self.directory / f"{m.id}.pt"
+                if not own.exists():  # refused here, named where it is, before it is this run's
+                    load_checkpoint(source, log=lambda msg: None)
+                for a, b in ((source, own), (source.with_suffix(".json"), own.with_suffix(".json"))):
+                    if a.is_file() and not b.exists():
+                        link_or_copy(a, b)
+                m.path = own.relative_to(self.run_dir).as_posix()
+        return lost
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """`target` as a hard link to `source` (no bytes copied), or a copy written atomically where
+    links are impossible (another file system)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        data = source.read_bytes()
+        atomic_write(target, lambda f: f.write(data))

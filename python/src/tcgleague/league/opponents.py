@@ -22,6 +22,7 @@ from ..config import LeagueSection
 from ..dist import Dist
 from ..env import TCGEnv, finished_games, game_of, rows_of
 from ..layout import ACTION_WIDTH
+from ..opponent_side import Origin
 from ..policy.tcg_sampler import TCGSampler
 from ..rng import stream_seed
 from .epoch import GameResult, LeagueEpoch
@@ -258,20 +259,27 @@ class LeagueOpponents:
         }
         if not self.dist.is_main:  # a replica: rank 0's checkpoint part holds the manager
             return {"league": running}
-        state = {"manager": self.manager.state_dict(), "league": running, "state_file": str(self.manager.state_path)}
+        state = {"manager": self.manager.state_dict(), "league": running}
         state["pending_evaluation"] = self.epoch_work.state_dict()
         if self.exploiter is not None:
             state["exploiter"] = self.exploiter.state_dict()
         return state
 
-    def load_state_dict(self, state: dict | None, exact: bool, log=print) -> None:
-        """Pool, ratings and payoff always; the running matchups and a pending evaluation only
-        when `exact`. A running game whose frozen member cannot be loaded any more continues as
-        self-play (warned)."""
+    def checkpointed(self, state: dict | None) -> None:
+        """Member files that neither the checkpoint just written nor the pool names go now:
+        the newest checkpoint's members always load, whenever the run is killed."""
+        if state is not None and "manager" in state:
+            manager = state["manager"]
+            self.manager.store.prune([*(m["id"] for m in manager["members"]), *manager["retired"]])
+
+    def load_state_dict(self, state: dict | None, exact: bool, log=print, origin: Origin | None = None) -> None:
+        """Pool, ratings and payoff always (member files adopted from `origin`'s run directory);
+        the running matchups and a pending evaluation only when `exact`. A running game whose
+        frozen member cannot be loaded any more continues as self-play (warned)."""
         if state is None:
             log("[resume] note: the checkpoint has no league state: the league starts empty")
             return
-        self.replication.restore(state)
+        self.replication.restore(state, origin)
         self.sync_pool()
         self.load_exploiter(state.get("exploiter"), exact, log)
         self.epoch_work.load_state_dict(state.get("pending_evaluation"), exact, log)

@@ -7,9 +7,10 @@ matchmakers draw. In a single process every call here is a no-op or a plain loca
 
 from __future__ import annotations
 
-from ..checkpoint import FieldError
+from ..checkpoint import CheckpointError, FieldError
 from ..checkpoint.league_fields import league_field
 from ..dist import Dist
+from ..opponent_side import Origin
 from .manager import LeagueManager
 
 
@@ -31,15 +32,16 @@ class PoolReplication:
         else:
             self.manager.replicate(snapshot)
 
-    def restore(self, state: dict) -> None:
+    def restore(self, state: dict, origin: Origin | None = None) -> None:
         """A resume: rank 0 loads the checkpoint's pool, ratings and payoff (and rewrites its state
-        file; a malformed part is refused on every rank), then every rank receives them."""
-        self.dist.from_main(lambda: self.load_manager(state), refusals=(FieldError,))
+        file; a malformed part or a missing member is refused on every rank), then every rank
+        receives them."""
+        self.dist.from_main(lambda: self.load_manager(state, origin), refusals=(FieldError, CheckpointError))
         self.sent = set()  # a resumed job's replicas hold no weights yet
         self.share()
 
-    def load_manager(self, state: dict) -> None:
+    def load_manager(self, state: dict, origin: Origin | None) -> None:
         with league_field("manager"):
-            self.manager.load_state_dict(state["manager"])
+            self.manager.load_state_dict(state["manager"], origin)
         if self.manager.directory is not None:
             self.manager.save()
