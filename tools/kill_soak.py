@@ -45,20 +45,31 @@ def temp_files(base: Path) -> list[Path]:
     return list(base.rglob(f".*.{TEMP_MARK}-*.tmp"))
 
 
-def start(base: Path, resume: bool, total: int, stderr: IO[str], stdout=subprocess.DEVNULL) -> subprocess.Popen:
-    """train.py on `base`; its stderr goes to a file, not a pipe (a full pipe would block it)."""
+def start(
+    base: Path,
+    resume: bool,
+    total: int,
+    stderr: IO[str],
+    stdout=subprocess.DEVNULL,
+    script: str = "train.py",
+    env: dict | None = None,
+    extra: list[str] = (),
+) -> subprocess.Popen:
+    """train.py (or `script`, a train.py with faults; `extra` arguments) on `base`; its stderr
+    goes to a file, not a pipe (a full pipe would block it)."""
     argv = [
         sys.executable,
-        "train.py",
+        script,
         *RUN,
         "--base.experiments-dir",
         str(base),
         "--train.total-timesteps",
         str(total),
+        *extra,
     ]
     if resume:
         argv += ["--resume-checkpoint", "latest", "--resume-load-optimizer"]
-    return subprocess.Popen(argv, cwd=ROOT, stdout=stdout, stderr=stderr, text=True)
+    return subprocess.Popen(argv, cwd=ROOT, stdout=stdout, stderr=stderr, text=True, env=env)
 
 
 def read_back(log: IO[str]) -> str:

@@ -14,10 +14,11 @@ from urllib.parse import urlparse
 
 from .config.sections import WandbSection
 
-# How long wandb.init may wait for the service before the run logs offline instead, and how long
-# run.finish() may upload at the end (the rest stays on disk for `wandb sync`): an unreachable
-# server never holds training, nor a preempted run's grace period, for longer.
-WANDB_INIT_TIMEOUT = 60.0
+# How long wandb.init may wait for the service before the run logs offline instead (W&B's own
+# WANDB_INIT_TIMEOUT variable sets it), and how long run.finish() may upload at the end (the rest
+# stays on disk for `wandb sync`): an unreachable server never holds training, nor a preempted
+# run's grace period, for longer.
+WANDB_INIT_TIMEOUT = float(os.environ.get("WANDB_INIT_TIMEOUT", "60"))
 WANDB_FINISH_TIMEOUT = 60.0
 
 
