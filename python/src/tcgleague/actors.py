@@ -141,6 +141,7 @@ class PolicyActor:
         self.joint: tuple[Callable, Callable] | None = None  # (companion steps, the JointStep running both)
         self.default_params = sampler.params_tensor(self.device)  # the sampler's, as this actor was made
         self.inputs: dict[int, dict[str, torch.Tensor]] = {}  # static input buffers by batch size
+        self.last_decision: Decision | None = None  # `act`'s latest, for a match recorder (replay.record)
 
     def _static_inputs(self, n: int) -> dict[str, torch.Tensor]:
         if n not in self.inputs:
@@ -237,6 +238,7 @@ class PolicyActor:
         rows_dev = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(self.device)
         d = self.decide(torch.from_numpy(obs[rows]).to(self.device), rows_dev)
         self.entropy_sum += d.entropy.sum()
+        self.last_decision = d
         return d.actions.cpu().numpy().astype(np.int32)
 
     def reset_rows(self, rows: np.ndarray) -> None:
