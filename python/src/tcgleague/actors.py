@@ -219,6 +219,10 @@ class PolicyActor:
         x, ent = self.policy.encode(obs)
         out, _ = self.policy.step(x, (h, c))
         legal, count = legal_from_obs(obs)
+        if self.policy.scores_legal_list:  # one pass over each row's list
+            return self.sampler.legal_list_log_probs(
+                self.policy, out, ent, legal, count, self.default_params, effects_from_obs(obs)
+            )
         pair_row, pair_index = (torch.arange(legal.shape[1], device=obs.device) < count[:, None]).nonzero(as_tuple=True)
         logprob, _ = self.sampler.log_prob_entropy(
             self.policy,
