@@ -140,7 +140,7 @@ def test_a_lookahead_marks_the_moves_its_search_changed(smoke_checkpoint, tmp_pa
     assert all(s["x"] != s["a"] for s in changed)
 
 
-def test_evaluate_checkpoint_records_k_of_its_games_and_the_report_shows_them(smoke_checkpoint, tmp_path):
+def test_evaluate_checkpoint_records_k_of_its_games_and_the_report_shows_them(smoke_checkpoint, tmp_path, monkeypatch):
     run = tmp_path / "run"
     run.mkdir()
     for path in smoke_checkpoint.parent.glob(f"{smoke_checkpoint.stem}*"):
@@ -156,6 +156,14 @@ def test_evaluate_checkpoint_records_k_of_its_games_and_the_report_shows_them(sm
     html = (run / "report" / "report.html").read_text()
     assert "<iframe" in html and "srcdoc=" in html and "Replays" in html
     assert combined_replays(run)["games"][0]["set"] == path.parent.name
+
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))  # no key anywhere: offline
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    assert report_cli.main([str(run), "--wandb"]) == 0
+    (panel,) = run.glob("wandb/offline-run-*/files/media/html/replays/viewer_*.html")
+    assert panel.read_text() == viewer_html(combined_replays(run)), "the very viewer the report embeds"
 
 
 def test_the_report_caps_the_games_it_embeds(tmp_path):
