@@ -208,3 +208,13 @@ def test_bad_replay_flags_of_evaluate_checkpoint_are_refused(smoke_checkpoint, c
             eval_cli.main([str(smoke_checkpoint), *flags])
         assert exit_.value.code == 2
     assert "--replays K must be between 0 and the games played (8)" in capsys.readouterr().err
+
+
+def test_the_bench_times_the_same_match_plain_and_recorded(tmp_path):
+    from tcgleague.bench import __main__ as bench_cli
+
+    out = tmp_path / "bench.json"
+    argv = ["replay", "--config", "configs/smoke.ini", "--games", "4", "--record", "2", "--rounds", "1"]
+    assert bench_cli.main([*argv, "--json", str(out)]) == 0  # raises if a recorded match played differently
+    figures = json.loads(out.read_text())
+    assert figures["recorded_k"] == 2 and figures["ratio_k_games"] > 0 and figures["ratio_all_games"] > 0
