@@ -21,7 +21,7 @@ $(SETUP_STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt --upgrade pip setuptools wheel
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt numpy gymnasium pettingzoo wandb rich openskill matplotlib psutil pytest ruff==0.17.6
+	$(PIP) install -q -c constraints.txt numpy gymnasium pettingzoo wandb rich openskill matplotlib psutil pytest ruff==0.17.6 selenium
 	$(PIP) install -q --no-deps pufferlib-core==3.0.23
 	$(PIP) install -q --no-deps --no-build-isolation -e .
 	touch $@

@@ -16,7 +16,8 @@ from tcgleague.checkpoint import load_checkpoint
 from tcgleague.engine.cards import load_card_pool
 from tcgleague.env import TCGEnv
 from tcgleague.layout import legal_actions
-from tcgleague.play import agent_actor, describe
+from tcgleague.play import agent_actor
+from tcgleague.words import describe
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -141,6 +141,7 @@ class PolicyActor:
         self.joint: tuple[Callable, Callable] | None = None  # (companion steps, the JointStep running both)
         self.default_params = sampler.params_tensor(self.device)  # the sampler's, as this actor was made
         self.inputs: dict[int, dict[str, torch.Tensor]] = {}  # static input buffers by batch size
+        self.last_decision: Decision | None = None  # `act`'s latest, for a match recorder (replay.record)
 
     def _static_inputs(self, n: int) -> dict[str, torch.Tensor]:
         if n not in self.inputs:
@@ -218,6 +219,10 @@ class PolicyActor:
         x, ent = self.policy.encode(obs)
         out, _ = self.policy.step(x, (h, c))
         legal, count = legal_from_obs(obs)
+        if self.policy.scores_legal_list:  # one pass over each row's list
+            return self.sampler.legal_list_log_probs(
+                self.policy, out, ent, legal, count, self.default_params, effects_from_obs(obs)
+            )
         pair_row, pair_index = (torch.arange(legal.shape[1], device=obs.device) < count[:, None]).nonzero(as_tuple=True)
         logprob, _ = self.sampler.log_prob_entropy(
             self.policy,
@@ -237,6 +242,7 @@ class PolicyActor:
         rows_dev = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(self.device)
         d = self.decide(torch.from_numpy(obs[rows]).to(self.device), rows_dev)
         self.entropy_sum += d.entropy.sum()
+        self.last_decision = d
         return d.actions.cpu().numpy().astype(np.int32)
 
     def reset_rows(self, rows: np.ndarray) -> None:

@@ -109,3 +109,10 @@ def os_error_of(err: BaseException | None) -> OSError | None:
             return err
         err = err.__cause__ or err.__context__
     return None
+
+
+def write_readable(path: Path, write) -> None:
+    """`atomic_write`, then readable by all like any web page (temp files are created private):
+    the report's files and the replay viewer."""
+    atomic_write(path, write)
+    path.chmod(0o644)

@@ -19,6 +19,7 @@ seed, same games), and reports each win rate with the panel's mean and worst.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -33,7 +34,9 @@ from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .errors import ArgumentError, entry_point, output_file, write_report
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
-from .match import ActorFactory, bot_side, play_match, policy_side
+from .match import ActorFactory, MatchRecorder, bot_side, play_match, policy_side
+from .replay import ReplayRecorder, replay_document, write_replays
+from .replay.viewer import RUN_REPLAYS
 from .report.panels import log_evaluation
 from .rng import stream_seed
 
@@ -49,10 +52,12 @@ def evaluate_loaded(
     strict: bool = False,
     log=print,
     lookahead: float | None = None,
+    recorder: MatchRecorder | None = None,
 ) -> dict:
     """Evaluates a loaded checkpoint; returns the JSON-ready report (match.MatchReport.summary
     plus what was evaluated). `opponent` is "random", "greedy" or a checkpoint path; with
-    `lookahead` (a value weight) the checkpoint searches a turn ahead."""
+    `lookahead` (a value weight) the checkpoint searches a turn ahead. A `recorder`
+    (replay.ReplayRecorder) records games of the very match played."""
     sampler = checkpoint_sampler(loaded, temperature)
     learner = policy_side(loaded.policy.eval(), sampler, seed, argmax)
     searchers: list[LookaheadActor] = []
@@ -61,7 +66,7 @@ def evaluate_loaded(
     opp, opp_info = opponent_side(opponent, stream_seed(seed, "second_side"), strict, log)
     turn_cap = checkpoint_turn_cap(loaded)
     start = time.perf_counter()
-    report = play_match(learner, opp, episodes, seed, parallel=parallel, turn_cap=turn_cap)
+    report = play_match(learner, opp, episodes, seed, parallel=parallel, turn_cap=turn_cap, recorder=recorder)
     out = report.summary()
     out.update(opp_info)
     out.update(
@@ -93,6 +98,30 @@ def opponent_side(opponent: str, seed: int, strict: bool = False, log=print) -> 
     side = policy_side(other.policy.eval(), checkpoint_sampler(other), seed, name=str(other.path))
     info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
     return side, info
+
+
+def replay_names(checkpoint: str | Path, opponent: str) -> tuple[str, str]:
+    """The learner's and the opponent's names in a replay: file stems, or the bot's name."""
+    learner, opponent = Path(checkpoint).stem, Path(opponent).stem
+    return learner, opponent if opponent != learner else f"{opponent} (opponent)"
+
+
+def replays_dir(args: argparse.Namespace, loaded: LoadedCheckpoint) -> Path:
+    """--replays-out, or `<the checkpoint's folder>/replays/<checkpoint>_vs_<opponent>_seed<S>`
+    (where the run report finds a run's recordings: replay.viewer.RUN_REPLAYS)."""
+    if args.replays_out is not None:
+        return args.replays_out
+    name = f"{loaded.path.stem}_vs_{Path(args.opponent).stem}_seed{args.seed}"
+    return loaded.path.resolve().parent / RUN_REPLAYS / name
+
+
+def save_replays(report: dict, recorder: ReplayRecorder, out: Path) -> Path:
+    """The games `recorder` recorded during the evaluation `report` as `out/replays.json` and
+    `out/viewer.html`; the viewer's path."""
+    about = {k: report[k] for k in ("checkpoint", "opponent", "global_step", "seed", "turn_cap", "lookahead")}
+    learner, opponent = recorder.names
+    title = f"{learner} vs {opponent}: {report['episodes']} games, win rate {report['winrate']:.3f}"
+    return write_replays(out, replay_document(recorder.games(), title=title, **about))
 
 
 def evaluate_panel(loaded: LoadedCheckpoint, members: list[str], episodes: int, seed: int, **options) -> dict:
@@ -207,6 +236,13 @@ def parse_args(argv):
         help="also log the report to W&B as an evaluation run (offline without an API key; files under the "
         "checkpoint's directory, wandb/)",
     )
+    p.add_argument("--replays", type=int, default=0, metavar="K", help="record K of the games played (replay viewer)")
+    p.add_argument(
+        "--replays-out",
+        type=Path,
+        metavar="DIR",
+        help="where --replays writes replays.json and viewer.html (default: <checkpoint folder>/replays/<names>)",
+    )
     args = p.parse_args(argv)
     if (args.checkpoint is None) == (args.checkpoint_flag is None):
         p.error("give the checkpoint once: as the positional CHECKPOINT or as --checkpoint PATH")
@@ -223,6 +259,12 @@ def parse_args(argv):
         p.error("--panel plays its own opponents and reports them together: not with --opponent or --wandb")
     if args.panel_member and not args.panel:
         p.error("--panel-member needs --panel")
+    if not 0 <= args.replays <= 2 * math.ceil(args.episodes / 2):
+        p.error(f"--replays K must be between 0 and the games played ({2 * math.ceil(args.episodes / 2)})")
+    if args.replays and args.panel:
+        p.error("--replays records one match: not with --panel")
+    if args.replays_out is not None and (not args.replays or args.replays_out.is_file()):
+        p.error("--replays-out DIR needs --replays K, and DIR must not be a file")
     args.opponent = args.opponent or "greedy"
     return args
 
@@ -250,8 +292,11 @@ def main(argv: list[str] | None = None) -> int:
         report = evaluate_panel(loaded, args.panel_member, args.episodes, args.seed, **options)
         print_panel(report)
     else:
-        report = evaluate_loaded(loaded, args.opponent, args.episodes, args.seed, **options)
+        recorder = ReplayRecorder(args.replays, replay_names(args.checkpoint, args.opponent)) if args.replays else None
+        report = evaluate_loaded(loaded, args.opponent, args.episodes, args.seed, recorder=recorder, **options)
         print_report(report)
+        if args.replays:
+            print(f"wrote {save_replays(report, recorder, replays_dir(args, loaded))} ({args.replays} games)")
     write_report(args.json, report)
     if args.wandb:
         print(f"logged to W&B: {log_evaluation(report, Path(args.checkpoint).resolve().parent)}")

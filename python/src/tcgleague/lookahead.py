@@ -90,10 +90,12 @@ class LookaheadActor:
         self.next_obs = np.zeros((MAX_LEGAL, OBS_BYTES), dtype=np.uint8)
         self.status = np.zeros(MAX_LEGAL, dtype=np.int8)
         self.searched = self.overridden = 0
+        self.last_decision: Decision | None = None  # `act`'s latest policy decision (before the search)
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         decision, actions = self.search(obs, rows)
         self.inner.entropy_sum += decision.entropy.sum()
+        self.last_decision = decision
         return actions
 
     def reset_rows(self, rows: np.ndarray) -> None:

@@ -21,6 +21,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -73,6 +74,15 @@ def make_deals(n: int, seed: int, n_decks: int, decks: tuple[int, int] | None = 
     if decks is not None:
         drawn[:] = decks
     return [Deal(int(s), int(x), int(y)) for s, (x, y) in zip(seeds, drawn)]
+
+
+def deal_game(env: TCGEnv, game: int, deal: Deal, swapped: bool) -> None:
+    """Starts `env`'s game `game` on `deal`, as dealt or with the seats exchanged (how the
+    runner plays both hands of a deal, and how a replay re-plays one of its games)."""
+    if swapped:
+        env.set_deal(game, deal.seed, deal.deck_y, deal.deck_x, True)
+    else:
+        env.set_deal(game, deal.seed, deal.deck_x, deal.deck_y, False)
 
 
 @dataclass
@@ -179,6 +189,19 @@ class MatchReport:
         return dict(out)
 
 
+class MatchRecorder(Protocol):
+    """What `play_match` tells a recorder (replay.record.ReplayRecorder) about its games, when it
+    is given one: a scheduled game starting in an env game slot, every decision of either side
+    before the env steps (the board it was taken on is still in `env`), and each game's end.
+    Without one the runner pays nothing: each call is behind a None check."""
+
+    def game_started(self, slot: int, game: int, deal: Deal, swapped: bool) -> None: ...
+
+    def decided(self, env: TCGEnv, obs: np.ndarray, rows: np.ndarray, actions: np.ndarray, actor: Actor) -> None: ...
+
+    def game_ended(self, slot: int, record: GameRecord) -> None: ...
+
+
 @torch.no_grad()
 def play_match(
     learner: ActorFactory,
@@ -188,10 +211,12 @@ def play_match(
     parallel: int = 256,
     turn_cap: int = DEFAULT_TURN_CAP,
     decks: tuple[int, int] | None = None,
+    recorder: MatchRecorder | None = None,
 ) -> MatchReport:
     """Plays `episodes` games (rounded up to whole deals of two) of `learner` vs `opponent` in
     the duplicate format, `parallel` games at a time; the report is from the learner's side.
-    Deals draw both decks uniformly from the starter decks, or always use the pair `decks`."""
+    Deals draw both decks uniformly from the starter decks, or always use the pair `decks`.
+    A `recorder` is told about every game and decision (replay.record)."""
     n_deals = max(1, math.ceil(episodes / 2))
     env = TCGEnv(num_games=max(1, min(parallel, 2 * n_deals)), seed=seed, turn_cap=turn_cap)  # a deal is two games
     deals = make_deals(n_deals, seed, len(env.pool.deck_names), decks)
@@ -217,11 +242,9 @@ def play_match(
             slot_game[slot] = -1
             return
         k, swapped, seat = schedule[next_index]
-        d = deals[k]
-        if swapped:
-            env.set_deal(slot, d.seed, d.deck_y, d.deck_x, True)
-        else:
-            env.set_deal(slot, d.seed, d.deck_x, d.deck_y, False)
+        deal_game(env, slot, deals[k], swapped)
+        if recorder is not None:
+            recorder.game_started(slot, next_index, deals[k], swapped)
         slot_game[slot], learner_seat[slot] = next_index, seat
         next_index += 1
 
@@ -238,8 +261,12 @@ def play_match(
             actions[mine] = mine_actor.act(obs, mine)
             report.learner_decisions += len(mine)
             report.noops += int((actions[mine, 0] == PASS).sum())
+            if recorder is not None:
+                recorder.decided(env, obs, mine, actions[mine], mine_actor)
         if len(theirs):
             actions[theirs] = their_actor.act(obs, theirs)
+            if recorder is not None:
+                recorder.decided(env, obs, theirs, actions[theirs], their_actor)
         if len(idle):
             actions[idle] = random_actions(obs, filler, idle)
         obs, _, terminals, truncations, infos = env.step(actions)
@@ -249,6 +276,8 @@ def play_match(
         for slot, info in zip(done, infos):
             if slot_game[slot] >= 0:
                 report.records.append(_record(schedule[slot_game[slot]], info, names))
+                if recorder is not None:
+                    recorder.game_ended(int(slot), report.records[-1])
             assign(int(slot))
     entropy_sum = getattr(mine_actor, "entropy_sum", None)  # a policy's (searching or not); bots have none
     if entropy_sum is not None:

@@ -24,59 +24,16 @@ from .actors import PolicyActor
 from .bots import BOTS, make_bot
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
-from .engine import LAYOUT
 from .engine.cards import CardPool, load_card_pool
 from .env import TCGEnv, seat_of
 from .errors import ArgumentError, entry_point
-from .layout import ACTION_WIDTH, DRAW, features_np, legal_actions
+from .layout import ACTION_WIDTH, DRAW, legal_actions
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import policy_side
 from .rng import stream_seed
+from .words import board_text, describe
 
-ACTION_NAMES = {code: name for name, code in LAYOUT["action_types"].items()}
-GROUPS = sorted(LAYOUT["entity_groups"].items(), key=lambda kv: kv[1])  # (name, first entity), in order
-ENTITY = slice(LAYOUT["entity_offset"], LAYOUT["entity_offset"] + LAYOUT["n_entities"] * LAYOUT["entity_width"])
-CARD_FEATURE = LAYOUT["entity_features"]["card"]
 TOP_K = 3  # the agent's alternatives shown with its move
-
-
-# ---- actions in words ----------------------------------------------------------------------------
-def entity_name(entity: int, obs_row: np.ndarray, cards: CardPool, mine: str = "your", hide_hand: bool = False) -> str:
-    """'your hand 2: Fireball', 'enemy front 1: Cinder Imp', 'enemy leader: Pyra' (1-based;
-    `mine` words the deciding seat's own side: "your" for you, "its" for the agent; with
-    `hide_hand` a card still in that hand is not named)."""
-    if entity >= LAYOUT["n_entities"]:
-        return ""
-    group, first = max((g for g in GROUPS if g[1] <= entity), key=lambda g: g[1])
-    owner, place = group.split("_")
-    where = f"{mine if owner == 'my' else 'enemy'} {place}"
-    if place != "leader":
-        where += f" {entity - first + 1}"
-    if hide_hand and group == "my_hand":
-        return where
-    card = int(features_np(obs_row)[ENTITY].reshape(LAYOUT["n_entities"], -1)[entity, CARD_FEATURE])
-    return f"{where}: {cards.name(card)}"
-
-
-def describe(
-    action: np.ndarray, obs_row: np.ndarray, cards: CardPool, mine: str = "your", hide_hand: bool = False
-) -> str:
-    """One legal (type, a, b, c) tuple in words, from the deciding seat's own observation."""
-    kind, a, b, c = (int(x) for x in action)
-    name = ACTION_NAMES[kind]
-    source = entity_name(a, obs_row, cards, mine, hide_hand)
-    target = entity_name(b, obs_row, cards, mine, hide_hand)
-    if name == "play":
-        front = LAYOUT["front_slots"]
-        where = f" into front slot {c + 1}" if c < front else f" into back slot {c - front + 1}"
-        return f"play {source}" + (where if c != LAYOUT["none_slot"] else "")
-    if name == "attack":
-        return f"attack with {source} -> {target}"
-    if name in ("activate", "block"):
-        return f"{name} with {source}"
-    if name == "target":
-        return f"target {target}"
-    return {"pass": "pass (end turn / decline)", "mulligan": "mulligan (redraw)", "spark": "use spark"}[name]
 
 
 # ---- players ---------------------------------------------------------------------------------------
@@ -130,21 +87,6 @@ def human_move(obs_row: np.ndarray, cards: CardPool, console: Console, read: Cal
         if answer.isdigit() and 1 <= int(answer) <= n:
             return legal[0, int(answer) - 1].astype(np.int32)
         console.print(f"enter a number from 1 to {n} (got {answer!r})", markup=False)
-
-
-def board_text(env: TCGEnv, hidden_seat: int | None) -> str:
-    """The engine's rendering of the game, without its raw legal list, the hidden seat's hand
-    shown as a count (the agent's, unless --reveal)."""
-    lines, seat = [], None
-    for line in env.render(0).splitlines():
-        if line.startswith("legal actions"):
-            continue
-        if line.startswith("seat "):
-            seat = int(line.split()[1].rstrip(":"))
-        if line.strip().startswith("hand:") and seat == hidden_seat:
-            line = f"  hand: {len(line.split('(')) - 1} cards (hidden)"
-        lines.append(line)
-    return "\n".join(lines)
 
 
 # ---- the game loop ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Entry point: python -m tcgleague.bench {engine,train,compile,learn,league,scale,peer,exploit} [options]."""
+"""Entry point: python -m tcgleague.bench {engine,train,compile,learn,league,scale,peer,exploit,replay} [options]."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..errors import entry_point, output_file, write_report
 from . import compile as compile_bench
-from . import engine, exploit, league, learn, peer, scale, train
+from . import engine, exploit, league, learn, peer, replay, scale, train
 
 BENCHES = {
     "engine": engine,
@@ -20,6 +20,7 @@ BENCHES = {
     "scale": scale,
     "peer": peer,
     "exploit": exploit,
+    "replay": replay,
 }
 
 

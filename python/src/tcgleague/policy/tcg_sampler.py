@@ -163,6 +163,21 @@ class TCGSampler:
         _, logprob, entropy = self._run(policy, out, ent, legal, count, params, actions, None, False, None, effects)
         return logprob, entropy
 
+    def legal_list_log_probs(self, policy, out, ent, legal, count, params=None, effects=None) -> torch.Tensor:
+        """log pi of every listed tuple [B, L] of a policy that scores the legal list, in one
+        pass over each row's list (the math of `sample`'s one stage; `log_prob_entropy` of each
+        tuple in turn gives the same, L times over); -inf past each row's count."""
+        listed = torch.arange(legal.shape[1], device=out.device)[None, :] < count[:, None]
+        t_primary, _, eps = self._row_params(params, out.shape[0], out.device).unbind(1)
+        mask = listed | (count <= 0)[:, None]
+        logp = _stage_logp(policy.legal_logits(out, ent, legal.long(), effects), mask, t_primary, eps)
+        return logp.masked_fill(~listed, -math.inf)
+
+    def _row_params(self, params, B: int, device) -> torch.Tensor:
+        """The sampling parameters (these, or the sampler's own) for each of B rows: float32 [B, 3]."""
+        params = (self._params if params is None else params).to(device=device, dtype=torch.float32)
+        return params.reshape(-1, 3).expand(B, 3) if params.numel() == 3 else params.reshape(B, 3)
+
     def _run(self, policy, out, ent, legal, count, params, actions, generator, argmax, uniforms=None, effects=None):
         lead = out.shape[:-1]
         out = out.reshape(-1, out.shape[-1])
@@ -172,11 +187,7 @@ class TCGSampler:
         if effects is not None:
             effects = effects.reshape(B, *effects.shape[-2:])
         count = count.reshape(B).long()
-        if params is None:
-            params = self._params
-        params = params.to(device=out.device, dtype=torch.float32)
-        params = params.reshape(-1, 3).expand(B, 3) if params.numel() == 3 else params.reshape(B, 3)
-        t_primary, t_sub, eps = params[:, 0], params[:, 1], params[:, 2]
+        t_primary, t_sub, eps = self._row_params(params, B, out.device).unbind(1)
         if actions is not None:
             actions = actions.reshape(B, 4).long()
         row_ok = count > 0  # [B]

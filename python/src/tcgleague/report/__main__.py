@@ -1,6 +1,7 @@
-"""`python -m tcgleague.report RUN_DIR [--out DIR] [--eval FILE ...]`: a run's report.html with
-its figures (learning curves, evaluation win rates, and for a league run the payoff heatmap,
-ratings, pool timeline and promotion decisions). Works on a run that is still going."""
+"""`python -m tcgleague.report RUN_DIR [--out DIR] [--eval FILE ...] [--wandb]`: a run's report.html
+with its figures (learning curves, evaluation win rates, and for a league run the payoff
+heatmap, ratings, pool timeline and promotion decisions) and its recorded games in the replay
+viewer. Works on a run that is still going. `--wandb` also logs the replay viewer to W&B."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from ..errors import entry_point
 from .data import load_run
 from .html import write_report
+from .panels import log_replays
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -25,6 +27,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="FILE",
         help="an evaluate_checkpoint --json report to include (repeatable; those in RUN_DIR are found by themselves)",
     )
+    p.add_argument(
+        "--wandb",
+        action="store_true",
+        help="also log the run's recorded games (the replay viewer) to W&B as an HTML panel (offline without an "
+        "API key; files under RUN_DIR/wandb/)",
+    )
     return p.parse_args(argv)
 
 
@@ -34,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     run = load_run(args.run_dir, args.eval)
     path = write_report(run, args.out or args.run_dir / "report")
     print(f"wrote {path}")
+    if args.wandb:
+        if run.replays is None:
+            print("--wandb: no recorded games in this run (evaluate_checkpoint --replays K records some)")
+        else:
+            print(f"logged the replay viewer to W&B: {log_replays(run)}")
     return 0
 
 

@@ -1,5 +1,5 @@
-"""What a report is drawn from: a run directory's `metrics.jsonl`, its league state file and
-any `evaluate_checkpoint --json` reports. Everything is read as it is on disk now, so a run
+"""What a report is drawn from: a run directory's `metrics.jsonl`, its league state file,
+any `evaluate_checkpoint --json` reports and its recorded games (`replays/`). Everything is read as it is on disk now, so a run
 that is still going (a half-written last metrics line) reports what it has so far."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 from ..errors import ArgumentError
 from ..league.manager import STATE_FILE
 from ..logger import METRICS_FILE
+from ..replay.viewer import combined_replays
 
 EVALUATION_KEYS = ("opponent", "per_seat", "per_deck", "winrate")  # what marks an evaluate_checkpoint report
 
@@ -21,6 +22,7 @@ class RunData:
     metrics: list[dict]  # one dict per epoch, in order
     league: dict | None  # the league state file, None for a self-play run
     evaluations: dict[str, dict] = field(default_factory=dict)  # file stem -> evaluate_checkpoint report
+    replays: dict | None = None  # the run's newest recorded games, capped (replay.viewer.combined_replays)
 
     def series(self, *keys: str) -> tuple[list[float], ...]:
         """(global steps, values of each key) over the epochs that have every one of `keys`
@@ -86,7 +88,8 @@ def load_run(run_dir: Path, evaluation_files: list[Path] = ()) -> RunData:
         if report is None:
             raise ArgumentError(f"--eval {path}: not an evaluate_checkpoint --json report")
         evaluations[str(Path(path).with_suffix(""))] = report
-    return RunData(run_dir, read_metrics(metrics_path), read_league(run_dir), evaluations)
+    league = read_league(run_dir)
+    return RunData(run_dir, read_metrics(metrics_path), league, evaluations, combined_replays(run_dir))
 
 
 # ---- the league's promotion decisions, as the HTML table and the W&B table show them -------------

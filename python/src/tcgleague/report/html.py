@@ -1,6 +1,7 @@
 """The report: every figure the run has data for as a PNG, and one self-contained `report.html`
-(inline CSS, no scripts, images by relative path) that shows them with the league's promotion
-decisions. Sections without data are left out and said so in one line."""
+(inline CSS, no scripts of its own, images by relative path) that shows them with the league's
+promotion decisions and the run's recorded games (the replay viewer, in a sandboxed iframe of
+its own). Sections without data are left out and said so in one line."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import html
 import re
 from pathlib import Path
 
-from ..atomic import atomic_write
+from ..atomic import write_readable
+from ..replay.viewer import viewer_html
 from .data import DECISION_COLUMNS, RunData, decision_cells
 from .figures import LEAGUE, TRAINING, FigureSpec, evaluation_tables
 
@@ -19,17 +21,12 @@ img { max-width: 100%; border: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 0.85em; }
 td, th { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; }
 .missing { color: #777; font-style: italic; }
+iframe.replays { width: 100%; height: 920px; border: 1px solid #ccc; }
 """
 
 
 def save_png(fig, path: Path) -> None:
     write_readable(path, lambda f: fig.savefig(f, format="png"))
-
-
-def write_readable(path: Path, write) -> None:
-    """An atomic write, then readable by all like any web page (temp files are created private)."""
-    atomic_write(path, write)
-    path.chmod(0o644)
 
 
 def figure_section(spec: FigureSpec, run: RunData, out: Path) -> str:
@@ -49,6 +46,17 @@ def decisions_table(league: dict) -> str:
         return '<p class="missing">Promotion decisions: none yet.</p>'
     head = "".join(f"<th>{html.escape(h)}</th>" for h in DECISION_COLUMNS)
     return f"<h3>Promotion decisions (newest last)</h3>\n<table><tr>{head}</tr>\n" + "\n".join(rows) + "\n</table>"
+
+
+def replays_section(replays: dict | None) -> str:
+    """The run's recorded games in the replay viewer (the whole page inline, as `srcdoc`)."""
+    if replays is None:
+        return '<p class="missing">Replays: none (evaluate_checkpoint --replays K records games into replays/).</p>'
+    page = html.escape(viewer_html(replays), quote=True)
+    return (
+        f"<p>{len(replays['games'])} recorded games, newest first: click in the viewer, then step with the arrow "
+        f'keys.</p>\n<iframe class="replays" title="replay viewer" sandbox="allow-scripts" srcdoc="{page}"></iframe>'
+    )
 
 
 def write_report(run: RunData, out: Path) -> Path:
@@ -76,6 +84,7 @@ def write_report(run: RunData, out: Path) -> Path:
         png = f"eval_{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.png"
         save_png(evaluation_tables(report), out / png)
         parts.append(f'<h3>{html.escape(name)}</h3>\n<img src="{png}" alt="{html.escape(name)}">')
+    parts += ["<h2>Replays</h2>", replays_section(run.replays)]
     page = (
         f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{html.escape(run.run_dir.name)}</title>"
         f"<style>{STYLE}</style></head>\n<body>\n" + "\n".join(parts) + "\n</body></html>\n"

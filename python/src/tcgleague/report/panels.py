@@ -1,7 +1,8 @@
 """W&B panels, drawn from the same data and figures as the HTML report: the league's, logged
 after each candidate evaluation of a `--wandb` run (the payoff heatmap as an image, the
 promotion decisions as a table, every rated id's mu as one line per member in a single chart),
-and an `evaluate_checkpoint --wandb` report (its heatmaps and result tables, as a run of its own)."""
+an `evaluate_checkpoint --wandb` report (its heatmaps and result tables, as a run of its own),
+and `report --wandb`: the run's recorded games in the replay viewer, as an HTML panel."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..logger import resolve_wandb_mode
+from ..replay.viewer import viewer_html
 from .data import DECISION_COLUMNS, RunData, decision_cells
 from .figures import evaluation_tables, payoff
 
@@ -83,3 +85,21 @@ def log_evaluation(report: dict, directory: Path, project: str = "tcgleague") ->
         return str(run.dir)
     finally:
         run.finish()
+
+
+def log_replays(run: RunData, project: str = "tcgleague") -> str:
+    """The run's recorded games (`run.replays`) as a W&B run of its own (job type "report",
+    files under the run directory's wandb/, offline without an API key) holding one HTML
+    panel, `replays/viewer`: the very page the report embeds (W&B's own styles left out, so it
+    looks the same). Returns the run's local directory."""
+    import wandb  # late: optional, and slow to import
+
+    name = f"replays-{run.run_dir.name}"
+    wb = wandb.init(
+        project=project, job_type="report", name=name, dir=str(run.run_dir), mode=resolve_wandb_mode("auto")
+    )
+    try:
+        wb.log({"replays/viewer": wandb.Html(viewer_html(run.replays), inject=False)})
+        return str(wb.dir)
+    finally:
+        wb.finish()

@@ -1,0 +1,91 @@
+"""replay: what recording costs the game runner - the same match played without a replay
+recorder, with one taking K of its games (as `evaluate_checkpoint --replays K` and a league's
+promotion match do) and with one taking every game, side by side.
+
+The kinds of run alternate (their order rotates each round, so a machine warming up or a
+neighbour's load falls on all alike), on the same deals and seeds; the figures are the ratios
+of their summed times to the plain runs' (target for K games: at most 1.20). Each recorded
+policy decision costs one more policy pass (the probabilities of every alternative, from the
+state it decided in), so recording every game of a match costs about what its policy does.
+A checkpoint's policy plays, or without one a fresh policy of the config's architecture (the
+cost of a decision does not depend on its weights), against the greedy bot, on the CPU as
+evaluate_checkpoint plays."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from ..build import policy_config
+from ..checkpoint import load_checkpoint
+from ..checkpoint.deployed import checkpoint_sampler
+from ..config import load_config
+from ..engine.cards import load_card_pool
+from ..match import bot_side, play_match, policy_side
+from ..policy.tcg_policy import build_policy
+from ..policy.tcg_sampler import TCGSampler
+from ..replay.record import ReplayRecorder
+from .common import print_table
+
+TARGET_RATIO = 1.20
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", help="a checkpoint to play (default: a fresh policy of --config)")
+    p.add_argument("--config", default="configs/default.ini", help="the architecture without --checkpoint")
+    p.add_argument("--opponent", default="greedy", help="the bot it plays (default greedy)")
+    p.add_argument("--games", type=int, default=64, help="games per match (default 64)")
+    p.add_argument("--record", type=int, default=4, metavar="K", help="games recorded in the K-game runs (default 4)")
+    p.add_argument("--rounds", type=int, default=3, help="matches of each kind, alternated (default 3)")
+    p.add_argument("--seed", type=int, default=0)
+
+
+def policy_and_sampler(args: argparse.Namespace):
+    if args.checkpoint:
+        loaded = load_checkpoint(args.checkpoint, policy_config=None)
+        return loaded.policy.eval(), checkpoint_sampler(loaded)
+    cfg = load_config(args.config, [])
+    policy = build_policy(policy_config(cfg, load_card_pool().n_cards), args.seed).eval()
+    return policy, TCGSampler(primary_temperature=cfg.policy.primary_temperature)
+
+
+def run(args: argparse.Namespace) -> dict:
+    policy, sampler = policy_and_sampler(args)
+    kinds = {"plain": 0, "k_games": min(args.record, args.games), "all_games": args.games}
+
+    def match(recorded: int) -> tuple[float, list]:
+        recorder = ReplayRecorder(recorded, ("policy", args.opponent)) if recorded else None
+        start = time.perf_counter()
+        report = play_match(
+            policy_side(policy, sampler, args.seed), bot_side(args.opponent, args.seed), args.games, args.seed,
+            recorder=recorder,
+        )  # fmt: skip
+        return time.perf_counter() - start, report.records
+
+    _, plain_records = match(0)  # warm-up: allocator, caches, lazy imports
+    seconds = dict.fromkeys(kinds, 0.0)
+    names = list(kinds)
+    for k in range(args.rounds):
+        for name in names[k % 3 :] + names[: k % 3]:
+            took, records = match(kinds[name])
+            seconds[name] += took
+            if records != plain_records:
+                raise RuntimeError(f"a recorded match ({name}) played differently from the plain one")
+    figures = {"games": args.games, "recorded_k": kinds["k_games"], "rounds": args.rounds, "target_ratio": TARGET_RATIO}
+    figures.update({f"seconds_{name}": seconds[name] / args.rounds for name in kinds})
+    figures.update({f"ratio_{name}": seconds[name] / seconds["plain"] for name in ("k_games", "all_games")})
+    print_table(
+        f"replay: a {args.games}-game match vs {args.opponent}, recorded or not ({args.rounds} rounds, alternated)",
+        [
+            ("seconds per match, plain", f"{figures['seconds_plain']:.2f}", ""),
+            (f"seconds per match, {kinds['k_games']} games recorded", f"{figures['seconds_k_games']:.2f}", ""),
+            ("seconds per match, every game recorded", f"{figures['seconds_all_games']:.2f}", ""),
+            (
+                f"ratio {kinds['k_games']} games recorded / plain",
+                f"{figures['ratio_k_games']:.3f}",
+                f"<= {TARGET_RATIO:.2f}",
+            ),
+            ("ratio every game recorded / plain", f"{figures['ratio_all_games']:.3f}", "(one more policy pass)"),
+        ],
+    )
+    return figures
