@@ -25,8 +25,9 @@ from tcgleague.env import TCGEnv
 from tcgleague.layout import DRAW
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.frozen_pool import FrozenPool
-from tcgleague.league.manager import STATE_FILE, MemberMatches
+from tcgleague.league.manager import STATE_FILE
 from tcgleague.league.matchmaking import LEARNER, SELF, Matchmaker, pfsp_weights
+from tcgleague.league.member_matches import MemberMatches
 from tcgleague.league.members import MemberStore
 from tcgleague.league.promotion import decide, retain_ids
 from tcgleague.league.ratings import Payoff, interleave

@@ -36,6 +36,7 @@ class Origin:
 
     checkpoint: Path
     allow_missing_members: bool = False  # drop members whose files are gone (warned) rather than refuse
+    global_step: int = 0  # the checkpoint's: the league's event log continues from there
 
     @property
     def run_dir(self) -> Path:

@@ -102,7 +102,7 @@ def apply_resume(trainer: Trainer, loaded: LoadedCheckpoint, options: ResumeOpti
             f"{' - the continuation follows the new config' if options.load_optimizer else ''}"
         )
     changes = reward_changes(s.get("config") or {}, trainer.cfg)
-    origin = Origin(Path(loaded.path), options.allow_missing_members)
+    origin = Origin(Path(loaded.path), options.allow_missing_members, loaded.global_step)
     if options.load_optimizer:
         with named_field_errors(loaded):
             required = not options.accept_fresh_deals

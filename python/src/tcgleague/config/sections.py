@@ -176,6 +176,7 @@ class LeagueSection:
     opponent_batch: int = 256  # max rows per member in one stacked frozen forward (padded)
     verification_members: int = 0  # members a candidate also plays: those the learner has played least
     evaluation: str = "auto"  # auto | background | inline: where candidates' matches play (auto: devices.py)
+    replay_games: int = 2  # games of each evaluation match recorded for the replay viewer (0 = none)
     exploiter_ratio: float = 0.0  # share of games vs the main exploiter (0 = no exploiter)
     exploiter_join_winrate: float = 0.7  # its win rate vs the main agent (or snapshot) that makes it a member
     exploiter_reset_epochs: int = 300  # epochs after which an exploiter that never joined restarts

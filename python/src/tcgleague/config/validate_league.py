@@ -75,6 +75,7 @@ def validate_league_pool(cfg: Config, check: Check) -> None:
         "verification_members",
         f"must be in [0, pool_size = {lg.pool_size}] (e.g. 2)",
     )
+    check(lg.replay_games >= 0, "league", "replay_games", "must be >= 0 (0 = record no games; e.g. 2)")
     check(
         lg.pfsp_weighting in PFSP_WEIGHTINGS, "league", "pfsp_weighting", f"must be one of {', '.join(PFSP_WEIGHTINGS)}"
     )

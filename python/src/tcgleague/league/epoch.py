@@ -67,6 +67,7 @@ class LeagueEpoch:
         rank's running games play (a retired member they play keeps its file). perf: the main
         thread's seconds in the candidate work (the pending evaluation's join and apply, the
         new candidate's ingest and plan or inline matches, the state file) and the join's wait."""
+        self.manager.events.at(epoch, global_step)  # the date of this epoch's league events
         self.note_playing(playing)
         start = time.perf_counter()
         waited = self.apply_pending()
@@ -150,6 +151,7 @@ class LeagueEpoch:
             return
         ex.restart_from(main)
         ex.resets += 1
+        self.manager.events.write("exploiter_reset", reason="joined" if verdict == JOIN else "timeout")
         self.exploiter_metrics = ex.discard()
 
     def join_pool(self, epoch: int, global_step: int) -> None:
@@ -174,6 +176,7 @@ class LeagueEpoch:
         manager.log(
             f"[league] exploiter {member_id} joins the pool: it won {won.winrate:.3f} of {won.games} games vs {opponent}"
         )
+        manager.events.write("exploiter_join", member=member_id, winrate=won.winrate, games=won.games, vs=opponent)
         manager.retain()
 
     def unique_member_id(self, member_id: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import json
-import zlib
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -27,13 +26,13 @@ from ..bots import BOTS, GREEDY
 from ..checkpoint import CheckpointError
 from ..checkpoint.league_fields import PendingEvaluation
 from ..config import LeagueSection
-from ..match import bot_side, play_match, policy_side
 from ..opponent_side import Origin
-from ..policy.tcg_sampler import TCGSampler
-from ..rng import stream_seed
+from ..replay.viewer import RUN_REPLAYS
 from ..scoring import Tally
 from .evaluation import BASELINE, CHAMPION, VERIFICATION, EvaluationPlan, PlannedMatch
+from .events import EVENTS_FILE, LeagueEvents
 from .matchmaking import LEARNER, RESERVED_IDS
+from .member_matches import MemberMatches
 from .members import MemberStore, in_memory
 from .promotion import Decision, decide, retain_ids
 from .ratings import Payoff, Ratings
@@ -45,42 +44,6 @@ MAX_DECISIONS = 50  # recent decisions kept in the state file
 
 PlayMatch = Callable[[str, str, int], Tally]  # (a, b, games) -> a's tally
 UNLOADABLE = (KeyError, OSError, ValueError, CheckpointError)  # a member whose weights cannot be loaded
-
-
-class MemberMatches:
-    """PlayMatch with the game runner (match.play_match, duplicate deals): ids are bots or pool
-    members (loaded from `store`). Seeded from (seed, a, b), so a match replays identically
-    after a resume. Members play on `device` (the run's), at the runner's default number of
-    games at once (a whole eval_games match in one wave: fewer, larger forwards)."""
-
-    def __init__(
-        self,
-        store: MemberStore,
-        device: torch.device,
-        seed: int = 0,
-        turn_cap: int | None = None,
-    ):
-        if not isinstance(device, torch.device):
-            raise TypeError(f"members play on the run's device (a torch.device), got {device!r}")
-        self.store, self.device, self.seed, self.turn_cap = store, device, int(seed), turn_cap
-
-    def side(self, member_id: str, seed: int):
-        if member_id in BOTS:
-            return bot_side(member_id, seed)
-        policy, params = self.store.load(member_id)
-        return policy_side(policy.to(self.device), TCGSampler.from_params(params), seed, name=member_id)
-
-    def prepare(self, a: str, b: str, games: int) -> Callable[[], Tally]:
-        """The match with both sides loaded now: playing it (on any thread) reads no member store."""
-        if games <= 0:
-            return Tally  # nothing to play: an empty tally
-        seed = (self.seed * 1_000_003 + zlib.crc32(f"{a}|{b}".encode())) % (2**31)
-        extra = {"turn_cap": self.turn_cap} if self.turn_cap is not None else {}
-        sides = self.side(a, seed), self.side(b, stream_seed(seed, "second_side"))
-        return lambda: play_match(*sides, games, seed, **extra).tally
-
-    def __call__(self, a: str, b: str, games: int) -> Tally:
-        return self.prepare(a, b, games)()
 
 
 class LeagueManager:
@@ -109,7 +72,11 @@ class LeagueManager:
         self.log = log
         self.baselines = tuple(baselines)
         self.store = MemberStore(self.directory)
-        self.play = play if play is not None else MemberMatches(self.store, device, seed, turn_cap)
+        self.events = LeagueEvents(self.directory / EVENTS_FILE if self.directory is not None else None)
+        replays = self.directory.parent / RUN_REPLAYS if self.directory is not None else None
+        if play is None:
+            play = MemberMatches(self.store, device, seed, turn_cap, replays, cfg.replay_games)
+        self.play = play
         self.champion: str | None = None
         self.ratings = Ratings()
         self.payoff = Payoff(cfg.payoff_decay)
@@ -144,6 +111,8 @@ class LeagueManager:
             raise ValueError(f"league member id {member_id!r} is already used or reserved")
         member = self.store.ingest(member_id, state_dict, policy_config, sampling_params, step, epoch)
         self.candidates += int(candidate)
+        if candidate:
+            self.events.write("candidate", member=member_id)
         return member
 
     def load_policy(self, member_id: str):
@@ -164,6 +133,7 @@ class LeagueManager:
             self.ratings.forget(keep)
             self.last_played = {m: t for m, t in self.last_played.items() if m in keep}
             self.log(f"[league] retired {', '.join(removed)} (pool_size {self.cfg.pool_size})")
+            self.events.write("retirement", members=removed, pool_size=self.cfg.pool_size)
         return removed
 
     # ---- results ---------------------------------------------------------------------------
@@ -260,6 +230,7 @@ class LeagueManager:
                 skipped.append(match)
                 continue
             self.record_match(candidate, who, tally)
+            self.note_match(candidate, match.role, who, tally)
             if match.role == CHAMPION:
                 vs_champion = tally
             elif match.role == BASELINE:
@@ -290,8 +261,19 @@ class LeagueManager:
             f"[league] candidate {candidate}: {'PROMOTED' if decision.promoted else 'rejected'} - {decision.reason}"
         )
         self.decisions = (self.decisions + [asdict(decision)])[-MAX_DECISIONS:]
+        self.events.write("decision", **asdict(decision))
+        if decision.promoted:
+            self.events.write("promotion", champion=candidate, previous=champion)
         self.retain()
         return decision
+
+    def note_match(self, candidate: str, role: str, opponent: str, tally: Tally) -> None:
+        """An evaluation match's line in the event log (scoring.Tally.as_row: counts, win rate,
+        95% Wilson interval), with where its recorded games are."""
+        recording = getattr(self.play, "recording", lambda a, b: None)(candidate, opponent)
+        self.events.write(
+            "match", candidate=candidate, opponent=opponent, role=role, **tally.as_row(), replays=recording
+        )
 
     def metrics(self) -> dict[str, float]:
         """league/pool_size, promotions, candidates, the champion's rating, every rated id's
@@ -343,6 +325,8 @@ class LeagueManager:
         if state.get("version") != STATE_VERSION:
             raise ValueError(f"league state version {state.get('version')!r}, expected {STATE_VERSION}")
         self.store.load_state_dict(state, self.log, origin)
+        if origin is not None and self.directory is not None:
+            self.events.continue_from(origin.run_dir / self.directory.name / EVENTS_FILE, origin.global_step)
         self.champion = state["champion"] if state["champion"] in self.store else None
         self.ratings.load_state_dict(state["ratings"])
         self.payoff.load_state_dict(state["payoff"])

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ArgumentError
+from ..league.events import EVENTS_FILE, read_events
 from ..league.manager import STATE_FILE
 from ..logger import METRICS_FILE
 from ..replay.viewer import combined_replays
@@ -23,6 +24,18 @@ class RunData:
     league: dict | None  # the league state file, None for a self-play run
     evaluations: dict[str, dict] = field(default_factory=dict)  # file stem -> evaluate_checkpoint report
     replays: dict | None = None  # the run's newest recorded games, capped (replay.viewer.combined_replays)
+    events: list[dict] = field(default_factory=list)  # league/events.jsonl, the league's history
+
+    def decisions(self) -> list[dict]:
+        """The promotion decisions, oldest first: the event log's (every one), else the state
+        file's (its newest; runs from before the log)."""
+        logged = [e for e in self.events if e.get("kind") == "decision"]
+        return logged or list((self.league or {}).get("decisions", []))
+
+    def recordings(self, candidate: str) -> list[tuple[str, str]]:
+        """(opponent, recording folder relative to the run) of the candidate's recorded matches."""
+        matches = [e for e in self.events if e.get("kind") == "match" and e.get("candidate") == candidate]
+        return [(e["opponent"], e["replays"]) for e in matches if e.get("replays")]
 
     def series(self, *keys: str) -> tuple[list[float], ...]:
         """(global steps, values of each key) over the epochs that have every one of `keys`
@@ -89,7 +102,8 @@ def load_run(run_dir: Path, evaluation_files: list[Path] = ()) -> RunData:
             raise ArgumentError(f"--eval {path}: not an evaluate_checkpoint --json report")
         evaluations[str(Path(path).with_suffix(""))] = report
     league = read_league(run_dir)
-    return RunData(run_dir, read_metrics(metrics_path), league, evaluations, combined_replays(run_dir))
+    events = read_events(run_dir / "league" / EVENTS_FILE)
+    return RunData(run_dir, read_metrics(metrics_path), league, evaluations, combined_replays(run_dir), events)
 
 
 # ---- the league's promotion decisions, as the HTML table and the W&B table show them -------------

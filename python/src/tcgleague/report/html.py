@@ -37,14 +37,20 @@ def figure_section(spec: FigureSpec, run: RunData, out: Path) -> str:
     return f'<h3>{html.escape(spec.title)}</h3>\n<img src="{spec.name}.png" alt="{html.escape(spec.title)}">'
 
 
-def decisions_table(league: dict) -> str:
-    rows = [
-        "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in decision_cells(d)) + "</tr>"
-        for d in league.get("decisions", [])
-    ]
+def decisions_table(run: RunData) -> str:
+    """Every promotion decision, with links to the recorded games of its matches (the report is
+    written in <run>/report/, so a recording is one folder up)."""
+    rows = []
+    for d in run.decisions():
+        links = " ".join(
+            f'<a href="../{html.escape(folder)}/viewer.html">vs {html.escape(who)}</a>'
+            for who, folder in run.recordings(d["candidate"])
+        )
+        cells = "".join(f"<td>{html.escape(str(c))}</td>" for c in decision_cells(d))
+        rows.append(f"<tr>{cells}<td>{links}</td></tr>")
     if not rows:
         return '<p class="missing">Promotion decisions: none yet.</p>'
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in DECISION_COLUMNS)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in (*DECISION_COLUMNS, "replays"))
     return f"<h3>Promotion decisions (newest last)</h3>\n<table><tr>{head}</tr>\n" + "\n".join(rows) + "\n</table>"
 
 
@@ -74,7 +80,7 @@ def write_report(run: RunData, out: Path) -> Path:
         parts.append('<p class="missing">League: not a league run (no league state file).</p>')
     else:
         parts += [figure_section(spec, run, out) for spec in LEAGUE]
-        parts.append(decisions_table(run.league))
+        parts.append(decisions_table(run))
     parts.append("<h2>Evaluations</h2>")
     if not run.evaluations:
         parts.append(

@@ -34,7 +34,7 @@ def league_panels(run: RunData) -> dict[str, Any]:
         caption = "decayed payoff: row's win rate vs column"
         panels["league/payoff_heatmap"] = wandb.Image(pixels(heatmap), caption=caption)
     if run.league is not None:
-        rows = [decision_cells(d) for d in run.league.get("decisions", [])]
+        rows = [decision_cells(d) for d in run.decisions()]
         panels["league/decisions"] = wandb.Table(columns=list(DECISION_COLUMNS), data=rows)
     members = [k.removeprefix("league/rating_mu/") for k in run.keys("league/rating_mu/")]
     if members:  # each id over the epochs it was rated, at most RATING_POINTS points (W&B caps a table's rows)
