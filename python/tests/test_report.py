@@ -14,6 +14,7 @@ import pytest
 from helpers.wandb_records import read_wandb_records
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague import train as train_cli
+from tcgleague.replay.viewer import viewer_html
 from tcgleague.report import REPORT_FILE, RunData, load_run, write_report
 from tcgleague.report import __main__ as report_cli
 from tcgleague.report.figures import PIXELS, payoff, payoff_ids
@@ -126,12 +127,21 @@ def test_a_wandb_league_run_logs_the_payoff_heatmap_decisions_and_ratings(tmp_pa
     assert png_size(heatmaps[0]) == PIXELS
     table = json.loads(max(tables, key=lambda p: p.stat().st_mtime_ns).read_text())
     assert table["columns"][:2] == ["candidate", "decision"] and len(table["data"]) == 3
+    pages = list(offline.glob("files/media/html/league/replays_*.html"))
+    assert len(pages) == 3, "the recorded promotion matches in the viewer, after each candidate evaluation"
+    newest = max(pages, key=lambda p: p.stat().st_mtime_ns).read_text()
+    assert newest == viewer_html(load_run(run_dir).replays), "the very page the report embeds"
     (log,) = offline.glob("run-*.wandb")
     keys = set()
     for r in read_wandb_records(log):
         if r.WhichOneof("record_type") == "history":
             keys |= {i.key or "/".join(i.nested_key) for i in r.history.item}
-    media = {"league/payoff_heatmap/_type", "league/decisions/_type", "league/ratings_table/_type"}
+    media = {
+        "league/payoff_heatmap/_type",
+        "league/decisions/_type",
+        "league/ratings_table/_type",
+        "league/replays/_type",
+    }
     assert media | {"league/rating_mu/e000001"} <= keys, sorted(keys)
 
 

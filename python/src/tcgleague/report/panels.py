@@ -1,6 +1,7 @@
 """W&B panels, drawn from the same data and figures as the HTML report: the league's, logged
 after each candidate evaluation of a `--wandb` run (the payoff heatmap as an image, the
-promotion decisions as a table, every rated id's mu as one line per member in a single chart),
+promotion decisions as a table, every rated id's mu as one line per member in a single chart,
+the newest recorded promotion matches in the replay viewer as an HTML panel),
 an `evaluate_checkpoint --wandb` report (its heatmaps and result tables, as a run of its own),
 and `report --wandb`: the run's recorded games in the replay viewer, as an HTML panel."""
 
@@ -36,6 +37,8 @@ def league_panels(run: RunData) -> dict[str, Any]:
     if run.league is not None:
         rows = [decision_cells(d) for d in run.decisions()]
         panels["league/decisions"] = wandb.Table(columns=list(DECISION_COLUMNS), data=rows)
+    if run.replays is not None:
+        panels["league/replays"] = wandb.Html(viewer_html(run.replays), inject=False)
     members = [k.removeprefix("league/rating_mu/") for k in run.keys("league/rating_mu/")]
     if members:  # each id over the epochs it was rated, at most RATING_POINTS points (W&B caps a table's rows)
         series = [run.series(f"league/rating_mu/{who}") for who in members]
