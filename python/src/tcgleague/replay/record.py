@@ -32,16 +32,18 @@ import numpy as np
 import torch
 
 from ..actors import Actor, PolicyActor
+from ..engine.cards import CardPool
 from ..env import TCGEnv, game_of, seat_of
 from ..layout import legal_actions
 from ..lookahead import LookaheadActor
-from ..match import ActorFactory, Deal, GameRecord, MatchReport, play_match
-from ..words import board_text, describe
+from ..match import ActorFactory, Deal, GameRecord, MatchReport, deal_game, play_match
+from ..words import board_text, describe, entity_cards
 
 FORMAT, VERSION = "tcgleague-replays", 1
 TOP_K = 5  # a policy's most likely actions kept per decision
 DIGITS = 3  # probabilities and values are rounded to this many decimals
 OWN_SIDE = "its"  # how an action names the decider's own cards ("play its hand 2: Fireball")
+BATCH = 4096  # recorded policy decisions per `legal_log_probs` call when a match is written up
 
 
 @dataclass
@@ -62,30 +64,73 @@ class Strings:
 
 
 @dataclass
-class PolicyView:
-    """What a policy thought at a batch of its decisions: each legal action's probability
-    [n, MAX_LEGAL], its value estimate [n] and the action it drew [n, 4] (before any search)."""
+class Describer:
+    """`words.describe` of a decision's legal actions, from the decider's side, each distinct
+    text worded once: it depends only on the action and the cards of the two entities it names."""
 
-    probs: np.ndarray
-    values: np.ndarray
-    drawn: np.ndarray
+    pool: CardPool
+    memo: dict[tuple, str] = field(default_factory=dict)
+
+    def __call__(self, legal: np.ndarray, obs_row: np.ndarray) -> list[str]:
+        cards = np.append(entity_cards(obs_row).astype(np.int64), -1)  # -1: no entity
+        named = cards[np.minimum(legal[:, 1:3], len(cards) - 1)]
+        out = []
+        for k, key in enumerate(map(tuple, np.concatenate([legal, named], axis=1).tolist())):
+            if key not in self.memo:
+                self.memo[key] = describe(legal[k], obs_row, self.pool, OWN_SIDE)
+            out.append(self.memo[key])
+        return out
 
 
-def policy_view(actor: Actor, obs_rows: np.ndarray, picked: np.ndarray) -> PolicyView | None:
-    """What the policy behind `actor` (itself, or a lookahead's) thought at positions `picked`
-    of the rows of its latest `act`, whose observations are `obs_rows`; None for a bot. Its
-    probabilities are the sampler's own (`PolicyActor.legal_log_probs`), from the LSTM states
-    those decisions were taken from."""
+@dataclass
+class Batch:
+    """The recorded decisions of one `decided` call, as raw arrays: which tape each belongs to,
+    the decider's observation row and the action played; for a policy (`policy` set) the LSTM
+    state the decision was taken from, its value and the action it drew (before any search),
+    left on the policy's device (no host read during the match)."""
+
+    tapes: np.ndarray  # [m] tape index
+    seats: np.ndarray  # [m] the deciding seat
+    obs: np.ndarray  # uint8 [m, obs_size]
+    actions: np.ndarray  # int [m, 4]
+    policy: PolicyActor | None = None
+    state: tuple[torch.Tensor, ...] = ()  # (h [m, hidden], c [m, hidden], value [m], drawn [m, 4])
+
+
+def policy_batch(actor: Actor, picked: np.ndarray) -> tuple[PolicyActor | None, tuple]:
+    """The policy behind `actor` (itself, or a lookahead's) and, at positions `picked` of the
+    rows of its latest `act`, what it decided from: (h, c, value, drawn) copied on its
+    device; (None, ()) for a bot."""
     policy = actor.inner if isinstance(actor, LookaheadActor) else actor
     decision = getattr(actor, "last_decision", None)
     if not isinstance(policy, PolicyActor) or decision is None:
-        return None
-    at = torch.as_tensor(picked, device=policy.device)
-    obs = torch.from_numpy(obs_rows).to(policy.device)
-    logprob = policy.legal_log_probs(obs, decision.state_h[at], decision.state_c[at])
-    return PolicyView(
-        logprob.exp().cpu().numpy(), decision.value[at].float().cpu().numpy(), decision.actions[at].cpu().numpy()
+        return None, ()
+    at = torch.from_numpy(picked).to(policy.device, non_blocking=True)
+    return policy, tuple(
+        t.index_select(0, at) for t in (decision.state_h, decision.state_c, decision.value, decision.actions)
     )
+
+
+def policy_views(batches: list[Batch]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each recorded decision's legal-action probabilities [N, MAX_LEGAL] (NaN: a bot's), value
+    [N] and drawn action [N, 4]: the sampler's own probabilities (`PolicyActor.legal_log_probs`,
+    a pure function of the observation and state), computed once per policy over all of its
+    recorded decisions."""
+    sizes = np.cumsum([0] + [len(b.tapes) for b in batches])
+    probs = np.full((sizes[-1], legal_actions(batches[0].obs[:1])[0].shape[1]), np.nan, dtype=np.float32)
+    values, drawn = np.zeros(sizes[-1], dtype=np.float32), np.zeros((sizes[-1], 4), dtype=np.int64)
+    for policy in {id(b.policy): b.policy for b in batches if b.policy is not None}.values():
+        mine = [k for k, b in enumerate(batches) if b.policy is policy]
+        at = np.concatenate([np.arange(sizes[k], sizes[k + 1]) for k in mine])
+        obs = torch.from_numpy(np.concatenate([batches[k].obs for k in mine])).to(policy.device)
+        h, c, value, action = (torch.cat([batches[k].state[i] for k in mine]) for i in range(4))
+        logprob = [
+            policy.legal_log_probs(obs[s : s + BATCH], h[s : s + BATCH], c[s : s + BATCH])
+            for s in range(0, len(at), BATCH)
+        ]
+        probs[at] = torch.cat(logprob).exp().cpu().numpy()
+        values[at], drawn[at] = value.float().cpu().numpy(), action.cpu().numpy()
+    return probs, values, drawn
 
 
 def _index(legal: np.ndarray, action: np.ndarray) -> int:
@@ -95,88 +140,133 @@ def _index(legal: np.ndarray, action: np.ndarray) -> int:
 
 @dataclass
 class GameTape:
-    """One game being recorded: where it was dealt from and its decisions so far."""
+    """One recorded game: where it was dealt from, and once it ended, its record."""
 
     game: int
     deal: Deal
     swapped: bool
-    strings: Strings = field(default_factory=Strings)
-    steps: list[dict] = field(default_factory=list)
+    record: GameRecord | None = None
 
-    def add(self, env: TCGEnv, slot: int, row: int, obs_row: np.ndarray, action: np.ndarray, view, j: int) -> None:
-        """The decision of env row `row` (game slot `slot`): `action` played; `view` (a
-        PolicyView, or None for a bot) at position `j`."""
-        seat = int(seat_of(row))
-        legal, count = legal_actions(obs_row[None])
+
+def write_up(env: TCGEnv, words: Describer, tape: GameTape, names: tuple[str, str], *decisions) -> dict:
+    """The game as the format stores it, its decisions (in order: the deciding seat, its
+    observation row, the action played, the policy's view: NaN probabilities for a bot)
+    re-played in the 1-game `env` from the tape's deal, each board drawn from the engine as
+    the decider saw it. A re-played observation that differs from the recorded one is a bug."""
+    seats, obs, actions, probs, values, drawn = decisions
+    deal_game(env, 0, tape.deal, tape.swapped)
+    strings, steps, step_actions = Strings(), [], np.zeros((2, 4), dtype=np.int32)
+    for k, seat in enumerate(seats):
+        if not env.masks[seat] or not np.array_equal(env.observations[seat], obs[k]):
+            raise RuntimeError(f"replay of game {tape.game}: decision {k} re-played differently from the match")
+        legal, count = legal_actions(obs[k][None])
         legal = legal[0, : int(count[0])]
-        words = [describe(a, obs_row, env.pool, OWN_SIDE) for a in legal]
         step = {
-            "s": seat,
-            "b": self.strings.ids(board_text(env, hidden_seat=1 - seat, game=slot).splitlines()),
-            "l": self.strings.ids(words),
-            "a": _index(legal, action),
+            "s": int(seat),
+            "b": strings.ids(board_text(env, hidden_seat=1 - seat, game=0).splitlines()),
+            "l": strings.ids(words(legal, obs[k])),
+            "a": _index(legal, actions[k]),
         }
-        if view is not None:
-            probs = view.probs[j, : len(legal)]
-            step["p"] = [[int(i), round(float(probs[i]), DIGITS)] for i in np.argsort(-probs, kind="stable")[:TOP_K]]
-            step["v"] = round(float(view.values[j]), DIGITS)
-            if not np.array_equal(view.drawn[j], action):
-                step["x"] = _index(legal, view.drawn[j])
-        self.steps.append(step)
-
-    def finish(self, record: GameRecord, names: tuple[str, str]) -> dict:
-        """The game as the format stores it; `names` are the learner's and the opponent's."""
-        mine = record.seat
-        winner = None if record.result == 0 else (mine if record.result > 0 else 1 - mine)
-        by_seat = lambda learner, opponent: [learner, opponent] if mine == 0 else [opponent, learner]  # noqa: E731
-        return {
-            "game": self.game,
-            "deal": [self.deal.seed, self.deal.deck_x, self.deal.deck_y, self.swapped],
-            "players": by_seat(*names),
-            "decks": by_seat(record.deck, record.opp_deck),
-            "first": mine if record.went_first else 1 - mine,
-            "winner": winner,
-            "turns": record.turns,
-            "truncated": record.truncated,
-            "strings": self.strings.texts,
-            "steps": self.steps,
-        }
+        if not np.isnan(probs[k, 0]):
+            p = probs[k, : len(legal)]
+            step["p"] = [[int(i), round(float(p[i]), DIGITS)] for i in np.argsort(-p, kind="stable")[:TOP_K]]
+            step["v"] = round(float(values[k]), DIGITS)
+            if not np.array_equal(drawn[k], actions[k]):
+                step["x"] = _index(legal, drawn[k])
+        steps.append(step)
+        step_actions[:] = 0
+        step_actions[seat] = actions[k]
+        _, _, terminals, truncations, _ = env.step(step_actions)
+        if (terminals[0] or truncations[0]) != (k == len(seats) - 1):
+            raise RuntimeError(f"replay of game {tape.game}: it ended at decision {k} of {len(seats)}")
+    record = tape.record
+    mine = record.seat
+    winner = None if record.result == 0 else (mine if record.result > 0 else 1 - mine)
+    by_seat = lambda learner, opponent: [learner, opponent] if mine == 0 else [opponent, learner]  # noqa: E731
+    return {
+        "game": tape.game,
+        "deal": [tape.deal.seed, tape.deal.deck_x, tape.deal.deck_y, tape.swapped],
+        "players": by_seat(*names),
+        "decks": by_seat(record.deck, record.opp_deck),
+        "first": mine if record.went_first else 1 - mine,
+        "winner": winner,
+        "turns": record.turns,
+        "truncated": record.truncated,
+        "strings": strings.texts,
+        "steps": steps,
+    }
 
 
 class ReplayRecorder:
     """A `match.MatchRecorder` that records the first `games` scheduled games of a match (the
-    runner deals them first, so they are played from the start); the others cost a dictionary
-    lookup per step. `names`: the learner's and the opponent's, as the viewer shows them."""
+    runner deals them first, so they are played from the start).
+
+    During the match it only keeps raw arrays of the recorded rows (a slot lookup per call, a
+    few array copies; a policy's state stays on its device); the others cost one array lookup
+    per call. `games()` does the rest once: every policy's probabilities in one batched pass,
+    and each game re-played from its deal in a 1-game env to draw its boards and name its
+    actions. `names`: the learner's and the opponent's, as the viewer shows them."""
 
     def __init__(self, games: int, names: tuple[str, str]):
         self.wanted, self.names = games, names
-        self.live: dict[int, GameTape] = {}  # env game slot -> the recorded game it plays
-        self.done: list[dict] = []
+        self.tapes: list[GameTape] = []
+        self.slot_tape = np.full(0, -1, dtype=np.int64)  # env game slot -> the tape it plays, -1: none
+        self.live = 0
+        self.batches: list[Batch] = []
+        self.turn_cap: int | None = None
+        self.written: list[dict] | None = None
 
     def game_started(self, slot: int, game: int, deal: Deal, swapped: bool) -> None:
+        if slot >= len(self.slot_tape):
+            self.slot_tape = np.concatenate([self.slot_tape, np.full(slot + 1, -1, dtype=np.int64)])
         if game < self.wanted:
-            self.live[slot] = GameTape(game, deal, swapped)
+            self.slot_tape[slot] = len(self.tapes)
+            self.tapes.append(GameTape(game, deal, swapped))
+            self.live += 1
 
     def decided(self, env: TCGEnv, obs: np.ndarray, rows: np.ndarray, actions: np.ndarray, actor: Actor) -> None:
         if not self.live:
             return
-        slots = game_of(rows)
-        picked = np.flatnonzero(np.isin(slots, list(self.live)))
+        tapes = self.slot_tape[game_of(rows)]
+        picked = np.flatnonzero(tapes >= 0)
         if not len(picked):
             return
-        view = policy_view(actor, obs[rows[picked]], picked)
-        for j, k in enumerate(picked):
-            row = int(rows[k])
-            self.live[int(slots[k])].add(env, int(slots[k]), row, obs[row], actions[k], view, j)
+        self.turn_cap = env.turn_cap
+        policy, state = policy_batch(actor, picked)
+        at = rows[picked]
+        self.batches.append(Batch(tapes[picked], seat_of(at), obs[at], actions[picked], policy, state))
 
     def game_ended(self, slot: int, record: GameRecord) -> None:
-        tape = self.live.pop(slot, None)
-        if tape is not None:
-            self.done.append(tape.finish(record, self.names))
+        tape = self.slot_tape[slot]
+        if tape >= 0:
+            self.tapes[tape].record = record
+            self.slot_tape[slot] = -1
+            self.live -= 1
 
     def games(self) -> list[dict]:
-        """The finished recorded games, in schedule order."""
-        return sorted(self.done, key=lambda g: g["game"])
+        """The finished recorded games, in schedule order (written up on the first call)."""
+        if self.written is None:
+            self.written = self.write_up()
+        return self.written
+
+    def write_up(self) -> list[dict]:
+        finished = [k for k, tape in enumerate(self.tapes) if tape.record is not None]
+        if not finished or not self.batches:
+            return []
+        probs, values, drawn = policy_views(self.batches)
+        tapes = np.concatenate([b.tapes for b in self.batches])
+        obs = np.concatenate([b.obs for b in self.batches])
+        seats, actions = (np.concatenate([getattr(b, f) for b in self.batches]) for f in ("seats", "actions"))
+        order = np.argsort(tapes, kind="stable")  # each tape's decisions, in the order they were taken
+        bounds = np.searchsorted(tapes[order], np.arange(len(self.tapes) + 1))
+        env = TCGEnv(num_games=1, seed=0, turn_cap=self.turn_cap)
+        env.reset(0)
+        out, words = [], Describer(env.pool)
+        for k in finished:
+            at = order[bounds[k] : bounds[k + 1]]
+            views = (seats[at], obs[at], actions[at], probs[at], values[at], drawn[at])
+            out.append(write_up(env, words, self.tapes[k], self.names, *views))
+        return sorted(out, key=lambda g: g["game"])
 
 
 def replay_document(games: list[dict], **about) -> dict:
