@@ -38,10 +38,11 @@ def entity_name(entity: int, obs_row: np.ndarray, cards: CardPool, mine: str = "
     return f"{where}: {cards.name(int(entity_cards(obs_row)[entity]))}"
 
 
-def entity_cards(obs_row: np.ndarray) -> np.ndarray:
-    """The card of each entity of an observation row [n_entities] (what `entity_name` names:
-    with an action's (type, a, b, c) these two cards are all `describe` reads)."""
-    return features_np(obs_row)[ENTITY].reshape(LAYOUT["n_entities"], -1)[:, CARD_FEATURE]
+def entity_cards(obs: np.ndarray) -> np.ndarray:
+    """The card of each entity of observation rows [..., OBS_BYTES] -> [..., n_entities] (what
+    `entity_name` names: with an action's (type, a, b, c) these two cards are all `describe`
+    reads)."""
+    return features_np(obs)[..., ENTITY].reshape(*obs.shape[:-1], LAYOUT["n_entities"], -1)[..., CARD_FEATURE]
 
 
 def describe(

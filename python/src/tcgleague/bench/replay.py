@@ -17,6 +17,8 @@ from __future__ import annotations
 import argparse
 import time
 
+import torch
+
 from ..build import policy_config
 from ..checkpoint import load_checkpoint
 from ..checkpoint.deployed import checkpoint_sampler
@@ -39,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", type=int, default=4, metavar="K", help="games recorded in the K-game runs (default 4)")
     p.add_argument("--rounds", type=int, default=3, help="matches of each kind, alternated (default 3)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch's default, as evaluate_checkpoint)")
 
 
 def policy_and_sampler(args: argparse.Namespace):
@@ -51,6 +54,8 @@ def policy_and_sampler(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> dict:
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     policy, sampler = policy_and_sampler(args)
     kinds = {"plain": 0, "k_games": min(args.record, args.games), "all_games": args.games}
 
@@ -74,7 +79,13 @@ def run(args: argparse.Namespace) -> dict:
             seconds[name] += took
             if records != plain_records:
                 raise RuntimeError(f"a recorded match ({name}) played differently from the plain one")
-    figures = {"games": args.games, "recorded_k": kinds["k_games"], "rounds": args.rounds, "target_ratio": TARGET_RATIO}
+    figures = {
+        "threads": torch.get_num_threads(),
+        "games": args.games,
+        "recorded_k": kinds["k_games"],
+        "rounds": args.rounds,
+        "target_ratio": TARGET_RATIO,
+    }
     figures.update({f"seconds_{name}": seconds[name] / args.rounds for name in kinds})
     figures.update({f"ratio_{name}": seconds[name] / seconds["plain"] for name in ("k_games", "all_games")})
     print_table(

@@ -21,6 +21,14 @@ action text of a game is stored once in its `strings`, and a step names them by 
                            "v": value (policy), "x": index the policy drew (when a lookahead
                            changed it)}, ...]}]}
 
+Recording costs the match little: during it the recorder keeps only raw arrays of the recorded
+rows (the decider's observation row and the action played; for a policy the LSTM state it
+decided from, its value and its own draw, left on its device), and `games()` writes the games
+up once after it: each policy's probabilities in one batched `PolicyActor.legal_log_probs`
+pass (a pure function of observation and state: the very numbers a per-step pass gives), and
+each game re-played from its deal in a 1-game env, which draws its boards (every re-played
+observation is checked against the recorded one: a difference is a bug, and raises).
+
 Floats are rounded to DIGITS places. `record_match` records K games of a match in one call
 (what a caller holding two sides - the league's promotion matches, say - needs)."""
 
@@ -65,21 +73,25 @@ class Strings:
 
 @dataclass
 class Describer:
-    """`words.describe` of a decision's legal actions, from the decider's side, each distinct
+    """`words.describe` of decisions' legal actions, from the decider's side, each distinct
     text worded once: it depends only on the action and the cards of the two entities it names."""
 
     pool: CardPool
     memo: dict[tuple, str] = field(default_factory=dict)
 
-    def __call__(self, legal: np.ndarray, obs_row: np.ndarray) -> list[str]:
-        cards = np.append(entity_cards(obs_row).astype(np.int64), -1)  # -1: no entity
-        named = cards[np.minimum(legal[:, 1:3], len(cards) - 1)]
-        out = []
-        for k, key in enumerate(map(tuple, np.concatenate([legal, named], axis=1).tolist())):
+    def __call__(self, legal: np.ndarray, count: np.ndarray, obs: np.ndarray) -> list[list[str]]:
+        """The legal lists (`layout.legal_actions` of `obs`) of decisions [n] in words."""
+        cards = entity_cards(obs).astype(np.int64)
+        cards = np.concatenate([cards, np.full((len(obs), 1), -1)], 1)  # -1: no entity
+        named = np.take_along_axis(cards, np.minimum(legal[:, :, 1:3], cards.shape[1] - 1).reshape(len(obs), -1), 1)
+        keys = np.concatenate([legal, named.reshape(*legal.shape[:2], 2)], 2)
+        valid = np.arange(legal.shape[1]) < count[:, None]
+        for k, j, key in zip(*np.nonzero(valid), map(tuple, keys[valid].tolist())):
             if key not in self.memo:
-                self.memo[key] = describe(legal[k], obs_row, self.pool, OWN_SIDE)
-            out.append(self.memo[key])
-        return out
+                self.memo[key] = describe(legal[k, j], obs[k], self.pool, OWN_SIDE)
+        texts = [self.memo[key] for key in map(tuple, keys[valid].tolist())]
+        ends = np.cumsum(count).tolist()
+        return [texts[end - n : end] for end, n in zip(ends, count.tolist())]
 
 
 @dataclass
@@ -133,9 +145,39 @@ def policy_views(batches: list[Batch]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return probs, values, drawn
 
 
-def _index(legal: np.ndarray, action: np.ndarray) -> int:
-    """The position of `action` in a legal list [n, 4] (the engine lists each action once)."""
-    return int(np.flatnonzero((legal == action).all(1))[0])
+def positions(legal: np.ndarray, count: np.ndarray, actions: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """Where each of `actions` [n, 4] is in its legal list (the engine lists each action once);
+    one that is not there where `need` says it must be is a bug."""
+    match = (legal == actions[:, None, :]).all(2) & (np.arange(legal.shape[1]) < count[:, None])
+    if not match.any(1)[need].all():
+        raise RuntimeError("a recorded action is not in its decision's legal list")
+    return match.argmax(1)
+
+
+def choices(obs: np.ndarray, actions: np.ndarray, probs: np.ndarray, values: np.ndarray, drawn: np.ndarray):
+    """A game's decisions' legal lists (legal, count) and what the format stores of each
+    besides its board and that list: the action played ("a") and for a policy (probabilities
+    not NaN) its top actions ("p"), value ("v") and the move it drew where that was not played
+    ("x"), computed over all the decisions at once."""
+    legal, count = legal_actions(obs)
+    legal = legal[:, : max(1, int(count.max()))]
+    policy = ~np.isnan(probs[:, 0])
+    changed = policy & (drawn != actions).any(1)
+    played, picked = positions(legal, count, actions, np.ones(len(obs), bool)), positions(legal, count, drawn, changed)
+    top = np.argsort(-np.nan_to_num(probs[:, : legal.shape[1]]), axis=1, kind="stable")[
+        :, :TOP_K
+    ]  # zeros past the count sort last
+    top_probs = np.take_along_axis(probs, top, 1).astype(np.float64).tolist()
+    fields = []
+    for k, (a, n, value) in enumerate(zip(played.tolist(), count.tolist(), values.astype(np.float64).tolist())):
+        step = {"a": a}
+        if policy[k]:
+            step["p"] = [[i, round(p, DIGITS)] for i, p in zip(top[k, :n].tolist(), top_probs[k][:n])]
+            step["v"] = round(value, DIGITS)
+            if changed[k]:
+                step["x"] = int(picked[k])
+        fields.append(step)
+    return legal, count, fields
 
 
 @dataclass
@@ -153,32 +195,26 @@ def write_up(env: TCGEnv, words: Describer, tape: GameTape, names: tuple[str, st
     observation row, the action played, the policy's view: NaN probabilities for a bot)
     re-played in the 1-game `env` from the tape's deal, each board drawn from the engine as
     the decider saw it. A re-played observation that differs from the recorded one is a bug."""
-    seats, obs, actions, probs, values, drawn = decisions
+    seats, obs = decisions[:2]
+    legal, count, fields = choices(obs, *decisions[2:])
+    texts = words(legal, count, obs)
     deal_game(env, 0, tape.deal, tape.swapped)
     strings, steps, step_actions = Strings(), [], np.zeros((2, 4), dtype=np.int32)
-    for k, seat in enumerate(seats):
-        if not env.masks[seat] or not np.array_equal(env.observations[seat], obs[k]):
-            raise RuntimeError(f"replay of game {tape.game}: decision {k} re-played differently from the match")
-        legal, count = legal_actions(obs[k][None])
-        legal = legal[0, : int(count[0])]
-        step = {
-            "s": int(seat),
-            "b": strings.ids(board_text(env, hidden_seat=1 - seat, game=0).splitlines()),
-            "l": strings.ids(words(legal, obs[k])),
-            "a": _index(legal, actions[k]),
-        }
-        if not np.isnan(probs[k, 0]):
-            p = probs[k, : len(legal)]
-            step["p"] = [[int(i), round(float(p[i]), DIGITS)] for i in np.argsort(-p, kind="stable")[:TOP_K]]
-            step["v"] = round(float(values[k]), DIGITS)
-            if not np.array_equal(drawn[k], actions[k]):
-                step["x"] = _index(legal, drawn[k])
-        steps.append(step)
+    replayed = np.empty_like(obs)
+    for k, seat in enumerate(seats.tolist()):
+        if not env.masks[seat]:
+            raise RuntimeError(f"replay of game {tape.game}: seat {seat} does not decide at decision {k}")
+        replayed[k] = env.observations[seat]
+        board = strings.ids(board_text(env, hidden_seat=1 - seat, game=0).splitlines())
+        steps.append({"s": seat, "b": board, "l": strings.ids(texts[k]), **fields[k]})
         step_actions[:] = 0
-        step_actions[seat] = actions[k]
+        step_actions[seat] = legal[k, fields[k]["a"]]
         _, _, terminals, truncations, _ = env.step(step_actions)
         if (terminals[0] or truncations[0]) != (k == len(seats) - 1):
             raise RuntimeError(f"replay of game {tape.game}: it ended at decision {k} of {len(seats)}")
+    differ = np.flatnonzero((replayed != obs).any(1))
+    if len(differ):
+        raise RuntimeError(f"replay of game {tape.game}: decision {differ[0]} re-played differently from the match")
     record = tape.record
     mine = record.seat
     winner = None if record.result == 0 else (mine if record.result > 0 else 1 - mine)
