@@ -156,7 +156,7 @@ class TCGEnv(pufferlib.PufferEnv):
         self.single_observation_space = observation_space()
         self.single_action_space = action_space()
         self.log_episodes = log_episodes
-        self.seed = seed
+        self.seed, self.turn_cap = seed, turn_cap
         super().__init__(buf)
         self.pool: CardPool = load_card_pool(card_file)
         self._weights = deck_weights(self.pool, deck_pool)

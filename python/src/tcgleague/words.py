@@ -35,8 +35,14 @@ def entity_name(entity: int, obs_row: np.ndarray, cards: CardPool, mine: str = "
         where += f" {entity - first + 1}"
     if hide_hand and group == "my_hand":
         return where
-    card = int(features_np(obs_row)[ENTITY].reshape(LAYOUT["n_entities"], -1)[entity, CARD_FEATURE])
-    return f"{where}: {cards.name(card)}"
+    return f"{where}: {cards.name(int(entity_cards(obs_row)[entity]))}"
+
+
+def entity_cards(obs: np.ndarray) -> np.ndarray:
+    """The card of each entity of observation rows [..., OBS_BYTES] -> [..., n_entities] (what
+    `entity_name` names: with an action's (type, a, b, c) these two cards are all `describe`
+    reads)."""
+    return features_np(obs)[..., ENTITY].reshape(*obs.shape[:-1], LAYOUT["n_entities"], -1)[..., CARD_FEATURE]
 
 
 def describe(

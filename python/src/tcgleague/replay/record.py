@@ -21,6 +21,14 @@ action text of a game is stored once in its `strings`, and a step names them by 
                            "v": value (policy), "x": index the policy drew (when a lookahead
                            changed it)}, ...]}]}
 
+Recording costs the match little: during it the recorder keeps only raw arrays of the recorded
+rows (the decider's observation row and the action played; for a policy the LSTM state it
+decided from, its value and its own draw, left on its device), and `games()` writes the games
+up once after it: each policy's probabilities in one batched `PolicyActor.legal_log_probs`
+pass (a pure function of observation and state: the very numbers a per-step pass gives), and
+each game re-played from its deal in a 1-game env, which draws its boards (every re-played
+observation is checked against the recorded one: a difference is a bug, and raises).
+
 Floats are rounded to DIGITS places. `record_match` records K games of a match in one call
 (what a caller holding two sides - the league's promotion matches, say - needs)."""
 
@@ -32,16 +40,18 @@ import numpy as np
 import torch
 
 from ..actors import Actor, PolicyActor
+from ..engine.cards import CardPool
 from ..env import TCGEnv, game_of, seat_of
 from ..layout import legal_actions
 from ..lookahead import LookaheadActor
-from ..match import ActorFactory, Deal, GameRecord, MatchReport, play_match
-from ..words import board_text, describe
+from ..match import ActorFactory, Deal, GameRecord, MatchReport, deal_game, play_match
+from ..words import board_text, describe, entity_cards
 
 FORMAT, VERSION = "tcgleague-replays", 1
 TOP_K = 5  # a policy's most likely actions kept per decision
 DIGITS = 3  # probabilities and values are rounded to this many decimals
 OWN_SIDE = "its"  # how an action names the decider's own cards ("play its hand 2: Fireball")
+BATCH = 4096  # recorded policy decisions per `legal_log_probs` call when a match is written up
 
 
 @dataclass
@@ -62,121 +72,237 @@ class Strings:
 
 
 @dataclass
-class PolicyView:
-    """What a policy thought at a batch of its decisions: each legal action's probability
-    [n, MAX_LEGAL], its value estimate [n] and the action it drew [n, 4] (before any search)."""
+class Describer:
+    """`words.describe` of decisions' legal actions, from the decider's side, each distinct
+    text worded once: it depends only on the action and the cards of the two entities it names."""
 
-    probs: np.ndarray
-    values: np.ndarray
-    drawn: np.ndarray
+    pool: CardPool
+    memo: dict[tuple, str] = field(default_factory=dict)
+
+    def __call__(self, legal: np.ndarray, count: np.ndarray, obs: np.ndarray) -> list[list[str]]:
+        """The legal lists (`layout.legal_actions` of `obs`) of decisions [n] in words."""
+        cards = entity_cards(obs).astype(np.int64)
+        cards = np.concatenate([cards, np.full((len(obs), 1), -1)], 1)  # -1: no entity
+        named = np.take_along_axis(cards, np.minimum(legal[:, :, 1:3], cards.shape[1] - 1).reshape(len(obs), -1), 1)
+        keys = np.concatenate([legal, named.reshape(*legal.shape[:2], 2)], 2)
+        valid = np.arange(legal.shape[1]) < count[:, None]
+        for k, j, key in zip(*np.nonzero(valid), map(tuple, keys[valid].tolist())):
+            if key not in self.memo:
+                self.memo[key] = describe(legal[k, j], obs[k], self.pool, OWN_SIDE)
+        texts = [self.memo[key] for key in map(tuple, keys[valid].tolist())]
+        ends = np.cumsum(count).tolist()
+        return [texts[end - n : end] for end, n in zip(ends, count.tolist())]
 
 
-def policy_view(actor: Actor, obs_rows: np.ndarray, picked: np.ndarray) -> PolicyView | None:
-    """What the policy behind `actor` (itself, or a lookahead's) thought at positions `picked`
-    of the rows of its latest `act`, whose observations are `obs_rows`; None for a bot. Its
-    probabilities are the sampler's own (`PolicyActor.legal_log_probs`), from the LSTM states
-    those decisions were taken from."""
+@dataclass
+class Batch:
+    """The recorded decisions of one `decided` call, as raw arrays: which tape each belongs to,
+    the decider's observation row and the action played; for a policy (`policy` set) the LSTM
+    state the decision was taken from, its value and the action it drew (before any search),
+    left on the policy's device (no host read during the match)."""
+
+    tapes: np.ndarray  # [m] tape index
+    seats: np.ndarray  # [m] the deciding seat
+    obs: np.ndarray  # uint8 [m, obs_size]
+    actions: np.ndarray  # int [m, 4]
+    policy: PolicyActor | None = None
+    state: tuple[torch.Tensor, ...] = ()  # (h [m, hidden], c [m, hidden], value [m], drawn [m, 4])
+
+
+def policy_batch(actor: Actor, picked: np.ndarray) -> tuple[PolicyActor | None, tuple]:
+    """The policy behind `actor` (itself, or a lookahead's) and, at positions `picked` of the
+    rows of its latest `act`, what it decided from: (h, c, value, drawn) copied on its
+    device; (None, ()) for a bot."""
     policy = actor.inner if isinstance(actor, LookaheadActor) else actor
     decision = getattr(actor, "last_decision", None)
     if not isinstance(policy, PolicyActor) or decision is None:
-        return None
-    at = torch.as_tensor(picked, device=policy.device)
-    obs = torch.from_numpy(obs_rows).to(policy.device)
-    logprob = policy.legal_log_probs(obs, decision.state_h[at], decision.state_c[at])
-    return PolicyView(
-        logprob.exp().cpu().numpy(), decision.value[at].float().cpu().numpy(), decision.actions[at].cpu().numpy()
+        return None, ()
+    at = torch.from_numpy(picked).to(policy.device, non_blocking=True)
+    return policy, tuple(
+        t.index_select(0, at) for t in (decision.state_h, decision.state_c, decision.value, decision.actions)
     )
 
 
-def _index(legal: np.ndarray, action: np.ndarray) -> int:
-    """The position of `action` in a legal list [n, 4] (the engine lists each action once)."""
-    return int(np.flatnonzero((legal == action).all(1))[0])
+def policy_views(batches: list[Batch]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each recorded decision's legal-action probabilities [N, MAX_LEGAL] (NaN: a bot's), value
+    [N] and drawn action [N, 4]: the sampler's own probabilities (`PolicyActor.legal_log_probs`,
+    a pure function of the observation and state), computed once per policy over all of its
+    recorded decisions."""
+    sizes = np.cumsum([0] + [len(b.tapes) for b in batches])
+    probs = np.full((sizes[-1], legal_actions(batches[0].obs[:1])[0].shape[1]), np.nan, dtype=np.float32)
+    values, drawn = np.zeros(sizes[-1], dtype=np.float32), np.zeros((sizes[-1], 4), dtype=np.int64)
+    for policy in {id(b.policy): b.policy for b in batches if b.policy is not None}.values():
+        mine = [k for k, b in enumerate(batches) if b.policy is policy]
+        at = np.concatenate([np.arange(sizes[k], sizes[k + 1]) for k in mine])
+        obs = torch.from_numpy(np.concatenate([batches[k].obs for k in mine])).to(policy.device)
+        h, c, value, action = (torch.cat([batches[k].state[i] for k in mine]) for i in range(4))
+        logprob = [
+            policy.legal_log_probs(obs[s : s + BATCH], h[s : s + BATCH], c[s : s + BATCH])
+            for s in range(0, len(at), BATCH)
+        ]
+        probs[at] = torch.cat(logprob).exp().cpu().numpy()
+        values[at], drawn[at] = value.float().cpu().numpy(), action.cpu().numpy()
+    return probs, values, drawn
+
+
+def positions(legal: np.ndarray, count: np.ndarray, actions: np.ndarray, need: np.ndarray) -> np.ndarray:
+    """Where each of `actions` [n, 4] is in its legal list (the engine lists each action once);
+    one that is not there where `need` says it must be is a bug."""
+    match = (legal == actions[:, None, :]).all(2) & (np.arange(legal.shape[1]) < count[:, None])
+    if not match.any(1)[need].all():
+        raise RuntimeError("a recorded action is not in its decision's legal list")
+    return match.argmax(1)
+
+
+def choices(obs: np.ndarray, actions: np.ndarray, probs: np.ndarray, values: np.ndarray, drawn: np.ndarray):
+    """A game's decisions' legal lists (legal, count) and what the format stores of each
+    besides its board and that list: the action played ("a") and for a policy (probabilities
+    not NaN) its top actions ("p"), value ("v") and the move it drew where that was not played
+    ("x"), computed over all the decisions at once."""
+    legal, count = legal_actions(obs)
+    legal = legal[:, : max(1, int(count.max()))]
+    policy = ~np.isnan(probs[:, 0])
+    changed = policy & (drawn != actions).any(1)
+    played, picked = positions(legal, count, actions, np.ones(len(obs), bool)), positions(legal, count, drawn, changed)
+    top = np.argsort(-np.nan_to_num(probs[:, : legal.shape[1]]), axis=1, kind="stable")[
+        :, :TOP_K
+    ]  # zeros past the count sort last
+    top_probs = np.take_along_axis(probs, top, 1).astype(np.float64).tolist()
+    fields = []
+    for k, (a, n, value) in enumerate(zip(played.tolist(), count.tolist(), values.astype(np.float64).tolist())):
+        step = {"a": a}
+        if policy[k]:
+            step["p"] = [[i, round(p, DIGITS)] for i, p in zip(top[k, :n].tolist(), top_probs[k][:n])]
+            step["v"] = round(value, DIGITS)
+            if changed[k]:
+                step["x"] = int(picked[k])
+        fields.append(step)
+    return legal, count, fields
 
 
 @dataclass
 class GameTape:
-    """One game being recorded: where it was dealt from and its decisions so far."""
+    """One recorded game: where it was dealt from, and once it ended, its record."""
 
     game: int
     deal: Deal
     swapped: bool
-    strings: Strings = field(default_factory=Strings)
-    steps: list[dict] = field(default_factory=list)
+    record: GameRecord | None = None
 
-    def add(self, env: TCGEnv, slot: int, row: int, obs_row: np.ndarray, action: np.ndarray, view, j: int) -> None:
-        """The decision of env row `row` (game slot `slot`): `action` played; `view` (a
-        PolicyView, or None for a bot) at position `j`."""
-        seat = int(seat_of(row))
-        legal, count = legal_actions(obs_row[None])
-        legal = legal[0, : int(count[0])]
-        words = [describe(a, obs_row, env.pool, OWN_SIDE) for a in legal]
-        step = {
-            "s": seat,
-            "b": self.strings.ids(board_text(env, hidden_seat=1 - seat, game=slot).splitlines()),
-            "l": self.strings.ids(words),
-            "a": _index(legal, action),
-        }
-        if view is not None:
-            probs = view.probs[j, : len(legal)]
-            step["p"] = [[int(i), round(float(probs[i]), DIGITS)] for i in np.argsort(-probs, kind="stable")[:TOP_K]]
-            step["v"] = round(float(view.values[j]), DIGITS)
-            if not np.array_equal(view.drawn[j], action):
-                step["x"] = _index(legal, view.drawn[j])
-        self.steps.append(step)
 
-    def finish(self, record: GameRecord, names: tuple[str, str]) -> dict:
-        """The game as the format stores it; `names` are the learner's and the opponent's."""
-        mine = record.seat
-        winner = None if record.result == 0 else (mine if record.result > 0 else 1 - mine)
-        by_seat = lambda learner, opponent: [learner, opponent] if mine == 0 else [opponent, learner]  # noqa: E731
-        return {
-            "game": self.game,
-            "deal": [self.deal.seed, self.deal.deck_x, self.deal.deck_y, self.swapped],
-            "players": by_seat(*names),
-            "decks": by_seat(record.deck, record.opp_deck),
-            "first": mine if record.went_first else 1 - mine,
-            "winner": winner,
-            "turns": record.turns,
-            "truncated": record.truncated,
-            "strings": self.strings.texts,
-            "steps": self.steps,
-        }
+def write_up(env: TCGEnv, words: Describer, tape: GameTape, names: tuple[str, str], *decisions) -> dict:
+    """The game as the format stores it, its decisions (in order: the deciding seat, its
+    observation row, the action played, the policy's view: NaN probabilities for a bot)
+    re-played in the 1-game `env` from the tape's deal, each board drawn from the engine as
+    the decider saw it. A re-played observation that differs from the recorded one is a bug."""
+    seats, obs = decisions[:2]
+    legal, count, fields = choices(obs, *decisions[2:])
+    texts = words(legal, count, obs)
+    deal_game(env, 0, tape.deal, tape.swapped)
+    strings, steps, step_actions = Strings(), [], np.zeros((2, 4), dtype=np.int32)
+    replayed = np.empty_like(obs)
+    for k, seat in enumerate(seats.tolist()):
+        if not env.masks[seat]:
+            raise RuntimeError(f"replay of game {tape.game}: seat {seat} does not decide at decision {k}")
+        replayed[k] = env.observations[seat]
+        board = strings.ids(board_text(env, hidden_seat=1 - seat, game=0).splitlines())
+        steps.append({"s": seat, "b": board, "l": strings.ids(texts[k]), **fields[k]})
+        step_actions[:] = 0
+        step_actions[seat] = legal[k, fields[k]["a"]]
+        _, _, terminals, truncations, _ = env.step(step_actions)
+        if (terminals[0] or truncations[0]) != (k == len(seats) - 1):
+            raise RuntimeError(f"replay of game {tape.game}: it ended at decision {k} of {len(seats)}")
+    differ = np.flatnonzero((replayed != obs).any(1))
+    if len(differ):
+        raise RuntimeError(f"replay of game {tape.game}: decision {differ[0]} re-played differently from the match")
+    record = tape.record
+    mine = record.seat
+    winner = None if record.result == 0 else (mine if record.result > 0 else 1 - mine)
+    by_seat = lambda learner, opponent: [learner, opponent] if mine == 0 else [opponent, learner]  # noqa: E731
+    return {
+        "game": tape.game,
+        "deal": [tape.deal.seed, tape.deal.deck_x, tape.deal.deck_y, tape.swapped],
+        "players": by_seat(*names),
+        "decks": by_seat(record.deck, record.opp_deck),
+        "first": mine if record.went_first else 1 - mine,
+        "winner": winner,
+        "turns": record.turns,
+        "truncated": record.truncated,
+        "strings": strings.texts,
+        "steps": steps,
+    }
 
 
 class ReplayRecorder:
     """A `match.MatchRecorder` that records the first `games` scheduled games of a match (the
-    runner deals them first, so they are played from the start); the others cost a dictionary
-    lookup per step. `names`: the learner's and the opponent's, as the viewer shows them."""
+    runner deals them first, so they are played from the start).
+
+    During the match it only keeps raw arrays of the recorded rows (a slot lookup per call, a
+    few array copies; a policy's state stays on its device); the others cost one array lookup
+    per call. `games()` does the rest once: every policy's probabilities in one batched pass,
+    and each game re-played from its deal in a 1-game env to draw its boards and name its
+    actions. `names`: the learner's and the opponent's, as the viewer shows them."""
 
     def __init__(self, games: int, names: tuple[str, str]):
         self.wanted, self.names = games, names
-        self.live: dict[int, GameTape] = {}  # env game slot -> the recorded game it plays
-        self.done: list[dict] = []
+        self.tapes: list[GameTape] = []
+        self.slot_tape = np.full(0, -1, dtype=np.int64)  # env game slot -> the tape it plays, -1: none
+        self.live = 0
+        self.batches: list[Batch] = []
+        self.turn_cap: int | None = None
+        self.written: list[dict] | None = None
 
     def game_started(self, slot: int, game: int, deal: Deal, swapped: bool) -> None:
+        if slot >= len(self.slot_tape):
+            self.slot_tape = np.concatenate([self.slot_tape, np.full(slot + 1, -1, dtype=np.int64)])
         if game < self.wanted:
-            self.live[slot] = GameTape(game, deal, swapped)
+            self.slot_tape[slot] = len(self.tapes)
+            self.tapes.append(GameTape(game, deal, swapped))
+            self.live += 1
 
     def decided(self, env: TCGEnv, obs: np.ndarray, rows: np.ndarray, actions: np.ndarray, actor: Actor) -> None:
         if not self.live:
             return
-        slots = game_of(rows)
-        picked = np.flatnonzero(np.isin(slots, list(self.live)))
+        tapes = self.slot_tape[game_of(rows)]
+        picked = np.flatnonzero(tapes >= 0)
         if not len(picked):
             return
-        view = policy_view(actor, obs[rows[picked]], picked)
-        for j, k in enumerate(picked):
-            row = int(rows[k])
-            self.live[int(slots[k])].add(env, int(slots[k]), row, obs[row], actions[k], view, j)
+        self.turn_cap = env.turn_cap
+        policy, state = policy_batch(actor, picked)
+        at = rows[picked]
+        self.batches.append(Batch(tapes[picked], seat_of(at), obs[at], actions[picked], policy, state))
 
     def game_ended(self, slot: int, record: GameRecord) -> None:
-        tape = self.live.pop(slot, None)
-        if tape is not None:
-            self.done.append(tape.finish(record, self.names))
+        tape = self.slot_tape[slot]
+        if tape >= 0:
+            self.tapes[tape].record = record
+            self.slot_tape[slot] = -1
+            self.live -= 1
 
     def games(self) -> list[dict]:
-        """The finished recorded games, in schedule order."""
-        return sorted(self.done, key=lambda g: g["game"])
+        """The finished recorded games, in schedule order (written up on the first call)."""
+        if self.written is None:
+            self.written = self.write_up()
+        return self.written
+
+    def write_up(self) -> list[dict]:
+        finished = [k for k, tape in enumerate(self.tapes) if tape.record is not None]
+        if not finished or not self.batches:
+            return []
+        probs, values, drawn = policy_views(self.batches)
+        tapes = np.concatenate([b.tapes for b in self.batches])
+        obs = np.concatenate([b.obs for b in self.batches])
+        seats, actions = (np.concatenate([getattr(b, f) for b in self.batches]) for f in ("seats", "actions"))
+        order = np.argsort(tapes, kind="stable")  # each tape's decisions, in the order they were taken
+        bounds = np.searchsorted(tapes[order], np.arange(len(self.tapes) + 1))
+        env = TCGEnv(num_games=1, seed=0, turn_cap=self.turn_cap)
+        env.reset(0)
+        out, words = [], Describer(env.pool)
+        for k in finished:
+            at = order[bounds[k] : bounds[k + 1]]
+            views = (seats[at], obs[at], actions[at], probs[at], values[at], drawn[at])
+            out.append(write_up(env, words, self.tapes[k], self.names, *views))
+        return sorted(out, key=lambda g: g["game"])
 
 
 def replay_document(games: list[dict], **about) -> dict:
