@@ -58,8 +58,8 @@ def test_a_cfr_policy_saved_as_a_table_gets_openspiels_exploitability(cfr_policy
     table = load_table(tmp_path / "cfr.pt")
     result = measure(rules, table_policy(table))
     assert result.exploitability == pytest.approx(expected, abs=1e-9)
-    uniform_high = UNIFORM_NASH_CONV[rules.name][0] / 2
-    assert result.exploitability < uniform_high / 1.5, "CFR is well below uniform random already"
+    uniform_exploitability = UNIFORM_NASH_CONV[rules.name][0] / 2
+    assert result.exploitability < uniform_exploitability / 1.5, "CFR is well below uniform random already"
 
 
 def test_the_rows_seam_reads_the_same_table_through_our_observations(cfr_policy):

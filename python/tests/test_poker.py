@@ -10,7 +10,7 @@ import pytest
 
 from tcgleague.games.openspiel import info_state_string, openspiel_action, openspiel_legal
 from tcgleague.games.poker import IllegalActionError, PokerEnv
-from tcgleague.games.rules import CALL, FOLD, KUHN, LEDUC, RAISE, SEATS, rules_named
+from tcgleague.games.rules import ACTION_NAMES, CALL, FOLD, KUHN, LEDUC, RAISE, SEATS, rules_named
 
 GAMES_COMPARED = 10_000
 J1, J2, Q1, Q2, K1, K2 = range(6)  # Leduc's cards in OpenSpiel's numbering: rank = card // 2
@@ -28,7 +28,7 @@ def play(env: PokerEnv, *moves: int):
 
 def legal(env: PokerEnv, row: int) -> list[str]:
     mask = env.obs[row, env.rules.legal_offset :]
-    return [name for name, bit in zip(("fold", "call", "raise"), mask) if bit]
+    return [name for name, bit in zip(ACTION_NAMES, mask) if bit]
 
 
 def test_leduc_betting_fold_only_facing_a_bet_two_raises_a_round_and_the_pot_sizes():
