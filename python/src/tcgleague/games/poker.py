@@ -60,7 +60,7 @@ class PokerEnv:
     """`num_games` games of one poker game, two rows per game (row 2g + s is seat s of game g).
 
     `obs` ([rows, rules.obs_width] int8) is the env's own buffer, updated in place by `reset`,
-    `step` and `set_deal`: copy it to keep one step's view."""
+    `step` and `set_deal`: copy it to keep one step's view. Nothing is dealt before `reset`."""
 
     def __init__(self, rules: PokerRules, num_games: int, seed: int = 0):
         if num_games < 1:
@@ -103,6 +103,7 @@ class PokerEnv:
         b.raises += raise_
         self._record_bets(games[~fold], (raise_ | (call & facing & rules.call_records_bet))[~fold])
         b.slot += 1
+        # OpenSpiel's ReadyForNextRound: both seats checked, or the round's last raise was called
         round_over = call & (b.calls == np.where(b.raises > 0, 1, SEATS))
         last_round = b.round == rules.num_rounds - 1
         ended = fold | (round_over & last_round)
