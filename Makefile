@@ -6,12 +6,13 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 SETUP_STAMP := $(VENV)/.setup-stamp
 PEER_STAMP := $(VENV)/.peer-stamp
+EXACT_STAMP := $(VENV)/.exact-stamp
 ENGINE_DIR := python/src/tcgleague/engine
 ENGINE_SOURCES := $(wildcard $(ENGINE_DIR)/*.c $(ENGINE_DIR)/*.h)
 ENGINE_SO := $(ENGINE_DIR)/.built-stamp
 CONFIG ?= configs/default.ini
 
-.PHONY: setup peer build train report lint test test-slow bench sanitize clean
+.PHONY: setup peer exact build train report lint test test-slow bench sanitize clean
 
 setup: $(SETUP_STAMP) $(ENGINE_SO)
 
@@ -31,6 +32,13 @@ $(SETUP_STAMP): pyproject.toml constraints.txt
 peer: $(PEER_STAMP)
 $(PEER_STAMP): $(SETUP_STAMP)
 	$(PIP) install -q -c constraints.txt --no-build-isolation -e ".[peer]"
+	touch $@
+
+# OpenSpiel (pyproject's [exact] extra): the judge of `python -m tcgleague.exact` and of the poker
+# rules' tests; training never needs it.
+exact: $(EXACT_STAMP)
+$(EXACT_STAMP): $(SETUP_STAMP)
+	$(PIP) install -q -c constraints.txt --no-build-isolation -e ".[exact]"
 	touch $@
 
 # The C extension (CPU only: a plain setuptools Extension, nvcc is never consulted).
@@ -55,10 +63,10 @@ lint: setup
 
 # The suite without the tests marked slow (each tens of seconds to minutes: compilation, multi-rank
 # runs, training runs), under 10 minutes on 2 cores; `make test-slow` runs those, and CI runs both.
-test: setup peer lint
+test: setup peer exact lint
 	$(PY) -m pytest -q -m "not slow"
 
-test-slow: setup peer
+test-slow: setup peer exact
 	$(PY) -m pytest -q -m slow
 
 # The quick benchmarks; `python -m tcgleague.bench compile|league|learn` are longer (see README).
