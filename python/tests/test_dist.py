@@ -167,8 +167,8 @@ def test_elastic_restart_resumes_from_latest_and_continues_exactly(selfplay, tmp
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "starting fresh" in proc.stderr
-    lost = "injected failure on rank 1 in epoch 3" if failure == "raises" else "failed (exitcode: -9) local_rank: 1"
-    assert lost in proc.stderr, proc.stderr[-3000:]
+    # which failure torchrun's agent reports first is a race (the survivor's collective breaks too)
+    assert f"injected {'failure' if failure == 'raises' else 'SIGKILL'} on rank 1 in epoch 3" in proc.stderr
     first, second = run_dirs(tmp_path)
     saved = sorted(first.glob("*.pt"))
     assert saved[-1].name in ("model_smoke_000001.pt", "model_smoke_000002.pt"), "no epoch 3: it failed"

@@ -30,6 +30,7 @@ def failing_update(trainer: Trainer, params):
         if HANGS:
             time.sleep(600)
         if KILLED:
+            print(f"injected SIGKILL on rank {RANK} in epoch {FAIL_EPOCH}", file=sys.stderr, flush=True)
             os.kill(os.getpid(), signal.SIGKILL)
         raise RuntimeError(f"injected failure on rank {RANK} in epoch {FAIL_EPOCH}")
     return update(trainer, params)
