@@ -94,6 +94,27 @@ def test_a_run_still_being_written_reports_what_it_has(selfplay_run, tmp_path):
     assert "2 epochs logged" in html and (tmp_path / "out" / "losses.png").is_file()
 
 
+def test_best_responses_in_the_run_directory_draw_its_exploitability_curves(selfplay_run, tmp_path):
+    """tcgleague.exploit reports (--json) and run files (exploit.json) put in a run directory are
+    drawn as exploitability curves; other JSON files are passed over."""
+    run_dir = tmp_path / "smoke_exploited"
+    run_dir.mkdir()
+    (run_dir / "metrics.jsonl").write_text((selfplay_run / "metrics.jsonl").read_text())
+
+    def point(step: int, rate: float) -> dict:
+        return {"step": step, "winrate": rate, "wilson_low": rate - 0.05, "wilson_high": rate + 0.05, "games": 200}
+
+    (run_dir / "br_final.json").write_text(json.dumps({"curve": [point(0, 0.1), point(100, 0.4)], "winrate": 0.4}))
+    (run_dir / "exploit.json").write_text(json.dumps({"settings": {}, "curve": [point(0, 0.5)]}))
+    (run_dir / "notes.json").write_text(json.dumps({"curve": "not a curve"}))
+    run = load_run(run_dir)
+    assert list(run.exploits) == ["br_final", "exploit"]
+    assert [p["winrate"] for p in run.exploits["br_final"]] == [0.1, 0.4]
+    html = write_report(run, tmp_path / "out").read_text()
+    assert '<img src="exploitability.png"' in html and png_size(tmp_path / "out" / "exploitability.png") == PIXELS
+    assert "Exploitability: win rate of best responses: no data" in (selfplay_run / "report" / REPORT_FILE).read_text()
+
+
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path, capsys):
     assert report_cli.main([str(tmp_path)]) == 2
     assert "not a run directory (no metrics.jsonl in it)" in capsys.readouterr().err

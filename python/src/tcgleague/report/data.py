@@ -25,6 +25,7 @@ class RunData:
     evaluations: dict[str, dict] = field(default_factory=dict)  # file stem -> evaluate_checkpoint report
     replays: dict | None = None  # the run's newest recorded games, capped (replay.viewer.combined_replays)
     events: list[dict] = field(default_factory=list)  # league/events.jsonl, the league's history
+    exploits: dict[str, list[dict]] = field(default_factory=dict)  # file stem -> a best response's curve
 
     def decisions(self) -> list[dict]:
         """The promotion decisions, oldest first: the event log's (every one), else the state
@@ -83,6 +84,24 @@ def read_evaluation(path: Path) -> dict | None:
     return report if isinstance(report, dict) and all(k in report for k in EVALUATION_KEYS) else None
 
 
+def read_exploit_curve(path: Path) -> list[dict] | None:
+    """The curve of a `tcgleague.exploit` report (`--json`) or run file (`exploit.json`): its
+    points (step, win rate, Wilson interval), or None when the file is not one."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    curve = report.get("curve") if isinstance(report, dict) else None
+    keys = ("step", "winrate", "wilson_low", "wilson_high")
+    if (
+        not isinstance(curve, list)
+        or not curve
+        or not all(isinstance(p, dict) and all(k in p for k in keys) for p in curve)
+    ):
+        return None
+    return curve
+
+
 def load_run(run_dir: Path, evaluation_files: list[Path] = ()) -> RunData:
     """The run's data. Evaluation reports are the given files plus any in the run directory
     (and its `evaluations/`); checkpoint sidecars and other JSON files are not reports and are
@@ -101,9 +120,14 @@ def load_run(run_dir: Path, evaluation_files: list[Path] = ()) -> RunData:
         if report is None:
             raise ArgumentError(f"--eval {path}: not an evaluate_checkpoint --json report")
         evaluations[str(Path(path).with_suffix(""))] = report
-    league = read_league(run_dir)
-    events = read_events(run_dir / "league" / EVENTS_FILE)
-    return RunData(run_dir, read_metrics(metrics_path), league, evaluations, combined_replays(run_dir), events)
+    exploits = {}  # best responses' reports in the run directory: how exploitable its checkpoints are
+    for path in sorted(run_dir.glob("*.json")):
+        curve = read_exploit_curve(path)
+        if curve is not None:
+            exploits[path.stem] = curve
+    league, events = read_league(run_dir), read_events(run_dir / "league" / EVENTS_FILE)
+    replays = combined_replays(run_dir)
+    return RunData(run_dir, read_metrics(metrics_path), league, evaluations, replays, events, exploits)
 
 
 # ---- the league's promotion decisions, as the HTML table and the W&B table show them -------------

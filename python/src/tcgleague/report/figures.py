@@ -105,6 +105,24 @@ def evaluation(run: RunData) -> Figure | None:
     return fig
 
 
+def exploitability(run: RunData) -> Figure | None:
+    """Each best response's win rate vs its target over its training steps, with the 95% Wilson
+    band (tcgleague.exploit reports in the run directory): lower is less exploitable."""
+    if not run.exploits:
+        return None
+    fig, ax = new_figure()
+    for name, curve in run.exploits.items():
+        steps = [p["step"] for p in curve]
+        ax[0, 0].plot(steps, [p["winrate"] for p in curve], marker="o", label=name)
+        ax[0, 0].fill_between(steps, [p["wilson_low"] for p in curve], [p["wilson_high"] for p in curve], alpha=0.2)
+    steps_axis(ax[0, 0], "best response's win rate vs the target (95% Wilson band; lower = less exploitable)")
+    ax[0, 0].set_xlabel("best response's training steps")
+    ax[0, 0].set_ylim(0, 1)
+    ax[0, 0].axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax[0, 0].legend(fontsize=8)
+    return fig
+
+
 # ---- league ---------------------------------------------------------------------------------------
 def payoff_ids(league: dict) -> list[str]:
     """Heatmap order: the learner, the bots, then members oldest first (who the payoff knows)."""
@@ -225,6 +243,7 @@ TRAINING = (
     FigureSpec("losses", "PPO losses", losses),
     FigureSpec("exploration", "Entropy, pass rate and sampler anneals", exploration),
     FigureSpec("evaluation", "Win rate vs the bots", evaluation),
+    FigureSpec("exploitability", "Exploitability: win rate of best responses", exploitability),
 )
 LEAGUE = (
     FigureSpec("payoff", "Payoff (who beats whom)", payoff),
