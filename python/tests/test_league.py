@@ -682,12 +682,12 @@ def test_manager_retention_keeps_champion_and_prunes_files_after_checkpoints(tmp
         assert len(mgr.pool_ids()) <= 4
     assert mgr.champion == "e00" and "e00" in mgr.pool_ids() and "e09" in mgr.pool_ids()
     # a retiree stays loadable one round (games vs it may still run); no file goes at retirement,
-    # only once a checkpoint that no longer names it is written (prune, with that state's names)
+    # only once a checkpoint that no longer names it is written (prune, right after that write)
     retired = list(mgr.store.retired)
     files = sorted(p.stem for p in (tmp_path / "members").glob("*.pt"))
     assert retired and files == [f"e{i:02d}" for i in range(10)]
     named = mgr.pool_ids() + retired
-    assert mgr.store.prune(named) == sorted(set(files) - set(named))
+    assert mgr.store.prune() == sorted(set(files) - set(named))
     assert sorted(p.stem for p in (tmp_path / "members").glob("*.pt")) == sorted(named)
     assert sorted(p.stem for p in (tmp_path / "members").glob("*.json")) == sorted(named), "sidecars go too"
     policy, _ = mgr.load_policy(retired[0])
@@ -702,14 +702,14 @@ def test_manager_retention_keeps_champion_and_prunes_files_after_checkpoints(tmp
     for i in (10, 11):
         ingest_tiny(mgr, f"e{i:02d}", epoch=i)
         mgr.evaluate(f"e{i:02d}")
-    mgr.store.prune([])  # what the store itself names stays, whatever the checkpoint named
+    mgr.store.prune()  # a retiree a running game plays stays
     assert gone in mgr.store.retired and mgr.load_policy(gone)[0] is not None
     assert (tmp_path / "members" / f"{gone}.pt").is_file()
     mgr.note_playing(set())
     ingest_tiny(mgr, "e12", epoch=12)
     mgr.evaluate("e12")
     assert gone not in mgr.store.retired and (tmp_path / "members" / f"{gone}.pt").is_file()
-    mgr.store.prune(mgr.pool_ids() + list(mgr.store.retired))
+    mgr.store.prune()
     assert not (tmp_path / "members" / f"{gone}.pt").exists()
 
 

@@ -80,9 +80,9 @@ class OpponentSide(Protocol):
         """Restores `state_dict()`; `exact` when the env's running games were restored too;
         `origin`: where the state was saved (None: by this run)."""
 
-    def checkpointed(self, state: dict | None) -> None:
-        """`state` (this side's `state_dict()`) is in a checkpoint on disk now: files only older
-        states named may go."""
+    def checkpointed(self) -> None:
+        """A checkpoint holding this side's `state_dict()` as it is now is on disk: files only
+        older states named may go."""
 
 
 class SelfPlay:
@@ -122,5 +122,5 @@ class SelfPlay:
         if state is not None:
             log("[resume] note: the checkpoint has league state but [league] enable is false: ignored")
 
-    def checkpointed(self, state: dict | None) -> None:
+    def checkpointed(self) -> None:
         pass

@@ -129,7 +129,7 @@ def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path | 
         if state is None:
             return None
         path = save_checkpoint(run_dir, cfg.base.run_name, state, cfg.to_dict(), cfg.train.max_checkpoints)
-        trainer.opponents.checkpointed(state.get("league"))
+        trainer.opponents.checkpointed()
         return path
 
     return write

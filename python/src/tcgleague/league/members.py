@@ -152,12 +152,13 @@ class MemberStore:
             self.retired[m] = asdict(member)
         return removed
 
-    def prune(self, named: Collection[str]) -> list[str]:
-        """Deletes the member files (and sidecars) that neither `named` - the members and
-        retirees of a state just written in a checkpoint - nor this store names; returns their ids."""
+    def prune(self) -> list[str]:
+        """Deletes the member files (and sidecars) this store no longer names; returns their ids.
+        Called right after a checkpoint of this store's state is written, so what goes is what
+        no newer checkpoint names."""
         if self.directory is None:
             return []
-        keep = {*named, *self.members, *self.retired}
+        keep = {*self.members, *self.retired}
         gone = sorted(p for p in self.directory.glob("*.pt") if p.stem not in keep)
         for path in gone:
             path.unlink(missing_ok=True)

@@ -265,12 +265,10 @@ class LeagueOpponents:
             state["exploiter"] = self.exploiter.state_dict()
         return state
 
-    def checkpointed(self, state: dict | None) -> None:
-        """Member files that neither the checkpoint just written nor the pool names go now:
-        the newest checkpoint's members always load, whenever the run is killed."""
-        if state is not None and "manager" in state:
-            manager = state["manager"]
-            self.manager.store.prune([*(m["id"] for m in manager["members"]), *manager["retired"]])
+    def checkpointed(self) -> None:
+        """Member files the checkpoint just written (this state) no longer names go now: the
+        newest checkpoint's members always load, whenever the run is killed."""
+        self.manager.store.prune()
 
     def load_state_dict(self, state: dict | None, exact: bool, log=print, origin: Origin | None = None) -> None:
         """Pool, ratings and payoff always (member files adopted from `origin`'s run directory);

@@ -164,9 +164,8 @@ def choices(obs: np.ndarray, actions: np.ndarray, probs: np.ndarray, values: np.
     policy = ~np.isnan(probs[:, 0])
     changed = policy & (drawn != actions).any(1)
     played, picked = positions(legal, count, actions, np.ones(len(obs), bool)), positions(legal, count, drawn, changed)
-    top = np.argsort(-np.nan_to_num(probs[:, : legal.shape[1]]), axis=1, kind="stable")[
-        :, :TOP_K
-    ]  # zeros past the count sort last
+    order = np.argsort(-np.nan_to_num(probs[:, : legal.shape[1]]), axis=1, kind="stable")  # zeros past the count last
+    top = order[:, :TOP_K]
     top_probs = np.take_along_axis(probs, top, 1).astype(np.float64).tolist()
     fields = []
     for k, (a, n, value) in enumerate(zip(played.tolist(), count.tolist(), values.astype(np.float64).tolist())):
