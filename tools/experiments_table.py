@@ -2,6 +2,12 @@
 one row per file, in the order given, with the command that produced it.
 
     python tools/experiments_table.py experiments/results/*.json
+    python tools/experiments_table.py --judged experiments/results/judged_*.json
+
+`--judged` prints the robustness table of `bench learn --league` files instead: how exploitable
+each final is (its best response's win rate, lower is better), its held-out panel, and the
+league's head-to-head against its self-play baseline; a baseline shared by several files
+(`--baseline`) is printed once.
 """
 
 from __future__ import annotations
@@ -38,7 +44,45 @@ def row(f: dict, name: str) -> str:
     )
 
 
+JUDGED_HEADER = (
+    "| change | steps | best response's win rate [95% Wilson] (its steps) | held-out panel mean / worst "
+    "| league vs self-play [95% Wilson] | command |\n"
+    "|---|---|---|---|---|---|"
+)
+
+
+def judged_row(f: dict, label: str, head_to_head: str, command: str) -> str:
+    br = f.get("exploit")
+    exploit = (
+        f"{br['winrate']:.3f} [{br['wilson_low']:.3f}, {br['wilson_high']:.3f}] ({br['steps'] / 1e6:.1f}M)"
+        if br
+        else "-"
+    )
+    panel = f"{f['panel']['mean_winrate']:.3f} / {f['panel']['worst_winrate']:.3f}"
+    return f"| {label} | {f['steps'] / 1e6:.1f}M | {exploit} | {panel} | {head_to_head} | `{command}` |"
+
+
+def judged(paths: list[str]) -> int:
+    print(JUDGED_HEADER)
+    baselines_printed = set()
+    for path in paths:
+        f = json.loads(Path(path).read_text())
+        label = f.get("label") or Path(path).stem
+        head = (
+            f"{f['winrate_league_vs_selfplay']:.3f} [{f['wilson_low_league_vs_selfplay']:.3f}, "
+            f"{f['wilson_high_league_vs_selfplay']:.3f}]"
+        )
+        selfplay = f["selfplay"]
+        if selfplay["checkpoint"] not in baselines_printed:
+            baselines_printed.add(selfplay["checkpoint"])
+            print(judged_row(selfplay, f"self-play baseline of {label}", "-", f["command"]))
+        print(judged_row(f["league"], label, head, f["command"]))
+    return 0
+
+
 def main(paths: list[str]) -> int:
+    if paths[:1] == ["--judged"]:
+        return judged(paths[1:])
     print(HEADER)
     for path in paths:
         f = json.loads(Path(path).read_text())

@@ -21,17 +21,18 @@ from tcgleague.errors import ArgumentError
 from tcgleague.train import checkpoint_writer
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+RUN = {"capture_output": True, "text": True, "timeout": 900}
 
 
 @pytest.mark.slow  # two training runs, two best responses, panels and the head-to-head: ~150 s on a 2-core box
 def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_path):
     out = tmp_path / "learn.json"
-    cmd = [sys.executable, "-m", "tcgleague.bench", "learn", "--config", "configs/smoke.ini", "--league"]
-    cmd += ["--league-config", "configs/smoke.ini", "--steps", "1536", "--eval-every", "512"]
-    cmd += ["--curve-episodes", "8", "--episodes", "8", "--json", str(out)]
-    cmd += ["--exploit-steps", "512", "--exploit-config", "configs/smoke.ini"]
-    cmd += ["--base.experiments-dir", str(tmp_path / "runs"), "--base.torch-threads", "1"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    head = [sys.executable, "-m", "tcgleague.bench", "learn", "--config", "configs/smoke.ini", "--league"]
+    head += ["--league-config", "configs/smoke.ini", "--eval-every", "512", "--curve-episodes", "8", "--episodes", "8"]
+    head += ["--exploit-config", "configs/smoke.ini"]
+    tail = ["--base.experiments-dir", str(tmp_path / "runs"), "--base.torch-threads", "1"]
+    cmd = [*head, "--steps", "1536", "--exploit-steps", "512", "--json", str(out), *tail]
+    done = subprocess.run(cmd, **RUN)
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(out.read_text())
     for name, league_on in (("league", True), ("selfplay", False)):
@@ -55,6 +56,23 @@ def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_pa
     assert 0.0 <= figures["wilson_low_league_vs_selfplay"] <= figures["winrate_league_vs_selfplay"] <= 1.0
     assert "league vs self-play" in done.stdout and "self-play + lookahead 100: vs greedy" in done.stdout
     assert "league: best response's win rate" in done.stdout and "self-play: held-out panel" in done.stdout
+
+    # A second lever screened against the same baseline trains and judges only its league.
+    refused = subprocess.run([*head, "--steps", "1536", "--exploit-steps", "256", "--baseline", str(out), *tail], **RUN)
+    assert refused.returncode == 2 and "judged with" in refused.stderr and "Traceback" not in refused.stderr
+    refused = subprocess.run([*head, "--steps", "1024", "--exploit-steps", "512", "--baseline", str(out), *tail], **RUN)
+    assert refused.returncode == 2 and "[train] total_timesteps 1536 -> 1024" in refused.stderr
+    assert len(list((tmp_path / "runs").iterdir())) == 4, "nothing trained by a refused command"
+    again = tmp_path / "again.json"
+    rerun = [*head, "--steps", "1536", "--exploit-steps", "512", "--json", str(again), "--baseline", str(out), *tail]
+    rerun += ["--league.latest-ratio", "0.5"]
+    done = subprocess.run(rerun, **RUN)
+    assert done.returncode == 0, done.stderr[-2000:]
+    second = json.loads(again.read_text())
+    assert second["selfplay"] == figures["selfplay"] and second["baseline"] == str(out)
+    assert second["league"]["checkpoint"] != figures["league"]["checkpoint"] and "exploit" in second["league"]
+    assert len(list((tmp_path / "runs").iterdir())) == 6, "one training and one best response more"
+    assert 0.0 <= second["winrate_league_vs_selfplay"] <= 1.0
 
 
 def bench_learn(tmp_path: Path, *extra: str, refused: str = "") -> dict:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,6 +32,8 @@ import torch.nn as nn
 from .config import ConfigError, DistSection
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+# The store's keys of the teardown's meeting (shutdown): ranks that left the last barrier, and "all did".
+LEFT_BARRIER, ALL_LEFT = "teardown/left_barrier", "teardown/all_left"
 # The policy's buffers are constants (feature indices and scales), identical on every rank: DDP
 # need not broadcast them before each forward. Newer torch names that switch differently.
 NO_BUFFER_SYNC = (
@@ -49,6 +52,7 @@ class Dist:
     local_rank: int = 0
     backend: str | None = None  # None: no process group (a single process)
     objects_group: Any = None  # the gloo group that carries pickled objects (None: the default group)
+    store: Any = None  # the job's key-value store (torchrun's): the teardown's last meeting point
 
     @property
     def enabled(self) -> bool:
@@ -171,18 +175,33 @@ def init_distributed(section: DistSection, device: torch.device) -> Dist:
         local_rank=int(os.environ["LOCAL_RANK"]),
         backend=backend,
         objects_group=objects_group,
+        store=store,
     )
 
 
 def shutdown(dist: Dist, finished: bool) -> None:
-    """Tears the process group down. After a finished run every rank first waits for the others:
-    a gloo rank that tears down while a peer still holds its connections can abort in C++
-    (`terminate called without an active exception`, once in a 2-rank `bench scale` job). After
-    a failure it does not wait: the failed rank may never come."""
+    """Tears the process group down. After a finished run no rank closes its connections while a
+    peer may still be reading from them: a rank that did aborted in C++ (`terminate called without
+    an active exception`, in 2- and 3-rank CPU jobs, a finished job reported as failed). So every
+    rank first meets the others twice: a barrier (all finished their work), then a count in the
+    store (all have left that barrier, so no collective is in flight; the store is a server of its
+    own, not a peer connection). After a failure it does not wait: the failed rank may never come."""
     if dist.enabled and torch_dist.is_initialized():
         if finished:
             torch_dist.barrier(group=dist.objects_group)
+            if dist.store.add(LEFT_BARRIER, 1) == dist.world_size:
+                dist.store.set(ALL_LEFT, b"1")
+            dist.store.wait([ALL_LEFT])  # the store's timeout is [dist] timeout_seconds
         torch_dist.destroy_process_group()
+
+
+def leave_finished(code: int) -> None:
+    """Ends a finished rank with `code` without running C++'s teardown at interpreter exit, the
+    other place a finished gloo rank can abort (its threads and static objects destroyed in no
+    fixed order): everything the run owes is written and closed by then, so only stdio is flushed."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def weights_digest(state_dict: dict[str, torch.Tensor]) -> str:

@@ -34,7 +34,7 @@ from .checkpoint import (
 )
 from .config import Config, load_config
 from .devices import resolve_device
-from .dist import SINGLE, Dist, init_distributed, shutdown, torchrun_local_rank
+from .dist import SINGLE, Dist, init_distributed, leave_finished, shutdown, torchrun_local_rank
 from .engine.cards import load_card_pool
 from .errors import PREEMPTED_EXIT, ArgumentError, UserInputError, WriteError, entry_point
 from .logger import Dashboard, RunLogger
@@ -221,9 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         with StopSignals() as stop:  # SIGTERM / SIGUSR1: finish the epoch, checkpoint, exit PREEMPTED_EXIT
             code = run(args, cfg, dist, device, stop)
         finished = True
-        return code
     finally:
         shutdown(dist, finished)
+    if dist.enabled:
+        leave_finished(code)
+    return code
 
 
 def rank_log(dist: Dist) -> Callable[[str], None]:

@@ -18,6 +18,7 @@ run directory (learn_resume.py)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import time
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from ..bots import BOTS
 from ..build import build_trainer, policy_config
-from ..checkpoint import load_checkpoint
+from ..checkpoint import CheckpointError, load_checkpoint
 from ..config import Config, config_from_dict, load_config
 from ..engine.cards import load_card_pool
 from ..errors import ArgumentError
@@ -41,7 +42,7 @@ from ..report.data import read_metrics
 from ..resume import ResumeOptions, apply_resume
 from ..train import checkpoint_writer
 from .common import print_table
-from .learn_resume import Continuation, begin, plan_continuations
+from .learn_resume import Continuation, begin, learning_differences, plan_continuations
 
 ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the config
 LOOKAHEAD_SUFFIX = "_lookahead"  # the figures of the final checkpoint searching a turn ahead
@@ -76,6 +77,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"{DEFAULT_STEPS:,}, about 20 minutes each on our CPU; 0 = none)",
     )
     p.add_argument("--exploit-config", default="configs/default.ini", help="the best responses' config")
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="JSON",
+        help="with --league: reuse the self-play side (final, best response, panel) of this earlier --json file "
+        "instead of training it again: every lever screened against one baseline trains it once (refused unless "
+        "it trained this command's self-play config and was judged the same way)",
+    )
     p.add_argument("--label", default="", help="what this run changes (the experiments table's first column)")
     p.add_argument(
         "--resume",
@@ -173,6 +182,36 @@ def best_response(checkpoint: str, args: argparse.Namespace) -> dict:
     return execute_exploit(ns)
 
 
+def read_baseline(path: Path, cfg: Config, judge: dict) -> dict:
+    """The self-play side of an earlier `bench learn --league --json` file, for this command's
+    self-play training `cfg`: refused unless its checkpoint trained that config (steps and curve
+    included) and its best response and panel were judged as this command judges (`judge`)."""
+    expected = "expected the --json file of an earlier bench learn --league"
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise ArgumentError(f"--baseline {path}: cannot be read ({err}); {expected}") from None
+    selfplay = earlier.get("selfplay") if isinstance(earlier, dict) else None
+    if not isinstance(selfplay, dict) or "checkpoint" not in selfplay:
+        raise ArgumentError(f"--baseline {path}: no self-play run in it; {expected}")
+    if earlier.get("judge") != judge:
+        raise ArgumentError(
+            f"--baseline {path}: judged with {earlier.get('judge')}, this command judges with {judge}: "
+            "give the same --exploit-steps, --exploit-config, --episodes and --seed"
+        )
+    try:
+        stored = load_checkpoint(Path(selfplay["checkpoint"]), log=lambda _: None).state.get("config") or {}
+    except CheckpointError as err:
+        raise ArgumentError(f"--baseline {path}: {err}") from None
+    differences = learning_differences(stored, cfg)
+    if differences:
+        raise ArgumentError(
+            f"--baseline {path}: its self-play trained another config ({', '.join(differences[:4])}); give the "
+            "same --config, --steps, --eval-every, --curve-episodes and self-play overrides"
+        )
+    return selfplay
+
+
 def judged_rows(f: dict, name: str) -> list[tuple[str, str, str]]:
     """A final's exploitability (its best response's final win rate, lower is better) and panel."""
     rows = []
@@ -249,23 +288,35 @@ def run(args: argparse.Namespace) -> dict:
     continuations = plan_continuations(args.resume, configs)  # before anything is trained or written
     jobs = [(configs[tag], config, args, tag, continuations.get(tag)) for tag, config, _ in trainings]
     if not args.league:
+        if args.baseline is not None:
+            raise ArgumentError("--baseline: a self-play baseline is only compared with --league")
         figures = train_one(*jobs[0])
         figures.update(episodes=args.episodes, command=args.command, label=args.label)
         print_table(f"learning ({args.config})", rows_of(figures, "final", args.episodes))
         return figures
+    judge = {"exploit_steps": args.exploit_steps, "exploit_config": args.exploit_config}
+    judge.update(episodes=args.episodes, seed=args.seed)
+    baseline = None
+    if args.baseline is not None:
+        if "selfplay" in continuations:
+            raise ArgumentError("--baseline: the self-play training is taken from it, so no --resume continues it")
+        baseline = read_baseline(args.baseline, configs["selfplay"], judge)
+        jobs = jobs[:1]
     # spawned, not forked: a forked child would inherit the parent's torch thread pool
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
-        league, selfplay = pool.map(train_one, *zip(*jobs))
-        finals = [league["checkpoint"], selfplay["checkpoint"]]
+        trained = list(pool.map(train_one, *zip(*jobs)))
         if args.exploit_steps > 0:  # the same budget, config and seeds for both finals, side by side too
-            for run, br in zip((league, selfplay), pool.map(best_response, finals, [args] * 2)):
+            finals = [run["checkpoint"] for run in trained]
+            for run, br in zip(trained, pool.map(best_response, finals, [args] * len(trained))):
                 run["exploit"] = br
-    for run in (league, selfplay):
+    for run in trained:
         run["panel"] = panel_figures(evaluate_panel(load_checkpoint(run["checkpoint"]), [], args.episodes, args.seed))
+    league, selfplay = trained[0], baseline or trained[1]
     r = evaluate_loaded(load_checkpoint(league["checkpoint"]), selfplay["checkpoint"], args.episodes, args.seed)
     figures = {"league": league, "selfplay": selfplay, "episodes": args.episodes, "command": args.command}
-    figures["jobs"] = args.jobs
-    figures["label"] = args.label
+    figures.update(
+        jobs=args.jobs, label=args.label, judge=judge, baseline=str(args.baseline) if args.baseline else None
+    )
     figures.update(
         winrate_league_vs_selfplay=r["winrate"],
         wilson_low_league_vs_selfplay=r["wilson_low"],
