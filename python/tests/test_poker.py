@@ -5,6 +5,10 @@ returns), then seeded deals that repeat and a state_dict that resumes exactly.""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -161,3 +165,24 @@ def test_state_dict_round_trip_continues_exactly(rules):
     assert same(run(resumed, 30, seed=9), expected)
     with pytest.raises(ValueError, match="cannot be loaded"):
         PokerEnv(rules, 8).load_state_dict(saved)
+
+
+@pytest.mark.parametrize("rules", [KUHN, LEDUC], ids=lambda r: r.name)
+def test_bench_engine_random_play_agrees_with_openspiels_exact_value(rules, tmp_path):
+    """`bench engine --game`: the env's random-legal games come to seat 0's exact expected return
+    under uniform random play (OpenSpiel's), within four standard errors; and the speed is timed."""
+    out = tmp_path / "engine.json"
+    cmd = [sys.executable, "-m", "tcgleague.bench", "engine", "--game", rules.name, "--seconds", "0.3"]
+    done = subprocess.run(
+        [*cmd, "--games", "512", "--health-games", "200000", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text())
+    assert figures["decisions_per_sec"] > 0 and figures["random_games"] == 512 * (200000 // 512)
+    exact = figures["seat0_exact_return_random"]
+    assert exact == pytest.approx({"kuhn": 0.125, "leduc": -0.078125}[rules.name], abs=1e-6)
+    assert abs(figures["seat0_mean_return_random"] - exact) < 4 * figures["seat0_return_stderr"]
+    assert figures["mean_decisions"] == pytest.approx({"kuhn": 2.25, "leduc": 4.06}[rules.name], abs=0.05)

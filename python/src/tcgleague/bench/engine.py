@@ -1,5 +1,7 @@
 """engine: decisions per second (one core, random-legal) and the game-health figures (natural ends,
-game length, first-player advantage, deck balance)."""
+game length, first-player advantage, deck balance). `--game leduc|kuhn` times the poker env
+instead (numpy, one thread), with its random-play figures checked against OpenSpiel's exact
+value of uniform random play when the `[exact]` extra is installed."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from rich.table import Table
 
 from ..bots import GREEDY, RANDOM, random_actions
 from ..env import TCGEnv
+from ..games.poker import PokerEnv
+from ..games.rules import GAMES, NUM_ACTIONS, PokerRules
 from ..match import bot_side, play_match
 from ..perf import tune_process
 from ..rng import stream_seed
@@ -23,10 +27,21 @@ from .common import print_table
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--games", type=int, default=4096, help="games stepped per C call (>= 1024 for the figure)")
     p.add_argument("--seconds", type=float, default=8.0, help="timed random-legal play")
-    p.add_argument("--health-games", type=int, default=4000, help="random-legal games for the health figures")
+    p.add_argument(
+        "--health-games",
+        type=int,
+        help="random-legal games for the health figures (default 4,000 of Emberfront, 1,000,000 of poker)",
+    )
     p.add_argument("--matrix-games", type=int, default=600, help="greedy games per deck pair")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", default="1", help="engine thread counts to time, comma-separated (e.g. 1,2,4)")
+    p.add_argument(
+        "--threads",
+        default="1",
+        help="engine thread counts to time, comma-separated (e.g. 1,2,4; Emberfront's engine only)",
+    )
+    p.add_argument(
+        "--game", default="emberfront", choices=["emberfront", *GAMES], help="the game whose engine is timed"
+    )
 
 
 def measure_speed(games: int, seconds: float, seed: int, threads: int = 1) -> float:
@@ -97,11 +112,99 @@ def thread_counts(text: str) -> list[int]:
     return counts
 
 
+def random_legal(rules: PokerRules, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """An action per row, uniform over its legal ones: the largest of uniform draws on legal entries."""
+    legal = obs[:, rules.legal_offset : rules.legal_offset + NUM_ACTIONS]
+    return np.argmax(rng.random(legal.shape) * legal, axis=1)
+
+
+def poker_speed(rules: PokerRules, games: int, seconds: float, seed: int) -> float:
+    """Random-legal decisions per second through `PokerEnv.step` (numpy, one thread): every game
+    has a row to act on every step, so a step is `games` decisions."""
+    env = PokerEnv(rules, games, seed)
+    obs, rng = env.reset(), np.random.default_rng(seed)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(50):
+            obs = env.step(random_legal(rules, obs, rng))[0]
+        steps += 50
+    return steps * games / (time.perf_counter() - start)
+
+
+def poker_random_returns(rules: PokerRules, games: int, per_game: int, seed: int) -> dict:
+    """Seat 0's mean return under random-legal play, over the first `per_game` games of each of
+    `games` slots (a count fixed in advance: stopping at a time would leave out the longest games
+    still in flight), with its standard error and the decisions per game."""
+    env = PokerEnv(rules, games, seed)
+    obs, rng = env.reset(), np.random.default_rng(stream_seed(seed, "second_side"))
+    done = np.zeros(games, dtype=np.int64)
+    returns, decisions = [], 0
+    while done.min() < per_game:
+        counted = done < per_game
+        decisions += int(counted.sum())
+        obs, _, _, _, episodes = env.step(random_legal(rules, obs, rng))
+        kept = done[episodes.games] < per_game
+        returns.append(episodes.returns[kept, 0])
+        done[episodes.games] += 1
+    seat0 = np.concatenate(returns).astype(np.float64)
+    return {
+        "random_games": len(seat0),
+        "mean_decisions": decisions / len(seat0),
+        "seat0_mean_return_random": float(seat0.mean()),
+        "seat0_return_stderr": float(seat0.std() / np.sqrt(len(seat0))),
+    }
+
+
+def exact_random_value(rules: PokerRules) -> float | None:
+    """Seat 0's exact expected return when both seats play uniformly at random (OpenSpiel), or
+    None without the optional `[exact]` extra."""
+    try:
+        import pyspiel  # the [exact] extra: optional
+        from open_spiel.python.algorithms.expected_game_score import policy_value
+        from open_spiel.python.policy import UniformRandomPolicy
+    except ImportError:
+        return None
+    game = pyspiel.load_game(rules.openspiel_name)
+    uniform = UniformRandomPolicy(game)
+    return float(policy_value(game.new_initial_state(), [uniform, uniform])[0])
+
+
+def run_poker(args: argparse.Namespace) -> dict:
+    rules = GAMES[args.game]
+    figures = {"game": rules.name, "games_per_call": args.games}
+    figures["decisions_per_sec"] = poker_speed(rules, args.games, args.seconds, args.seed)
+    figures.update(
+        poker_random_returns(rules, args.games, max(1, (args.health_games or 1_000_000) // args.games), args.seed)
+    )
+    figures["seat0_exact_return_random"] = exact_random_value(rules)
+    exact, stderr = figures["seat0_exact_return_random"], figures["seat0_return_stderr"]
+    judged = (
+        "(no [exact] extra)"
+        if exact is None
+        else f"{exact:+.4f} ({(figures['seat0_mean_return_random'] - exact) / stderr:+.1f} s.e.)"
+    )
+    print_table(
+        f"{rules.name} poker env (numpy, one thread)",
+        [
+            ("decisions/s per thread (random-legal)", f"{figures['decisions_per_sec']:,.0f}", ">= 1,000,000"),
+            ("games ended / decisions per game", f"{figures['random_games']:,} / {figures['mean_decisions']:.2f}", ""),
+            (
+                "seat 0 mean return, random play (chips)",
+                f"{figures['seat0_mean_return_random']:+.4f} +- {stderr:.4f}",
+                f"OpenSpiel exact: {judged}",
+            ),
+        ],
+    )
+    return figures
+
+
 def run(args: argparse.Namespace) -> dict:
+    if args.game != "emberfront":
+        return run_poker(args)
     counts = thread_counts(args.threads)
     by_threads = {str(n): measure_speed(args.games, args.seconds, args.seed, n) for n in counts}
     dps = by_threads[str(counts[0])]
-    health = random_health(args.health_games, args.seed)
+    health = random_health(args.health_games or 4000, args.seed)
     names, rates = deck_matrix(args.matrix_games, args.seed)
     off_diag = rates[~np.eye(len(names), dtype=bool)]
     figures = {
