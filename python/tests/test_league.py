@@ -431,7 +431,7 @@ def test_match_results_are_credited_to_the_right_player():
     # the manager's default player is the same runner, seen from its first argument
     store = MemberStore()
     player = MemberMatches(store, CPU, seed=0)
-    a, b = player(GREEDY, RANDOM, 32), player(RANDOM, GREEDY, 32)
+    a, b = player.prepare(GREEDY, RANDOM, 32)(), player.prepare(RANDOM, GREEDY, 32)()
     assert a.games == b.games == 32 and a.winrate > 0.7 and b.winrate < 0.3
 
 
@@ -784,9 +784,9 @@ def test_real_match_player_and_end_epoch(tmp_path):
     )
     logs = []
     mgr = LeagueManager(cfg, tmp_path, seed=0, log=logs.append, turn_cap=4, device=CPU)
-    assert isinstance(mgr.play, MemberMatches)
-    assert mgr.play(RANDOM, GREEDY, 5).games == 6  # whole duplicate deals: 5 -> 6 games
-    assert mgr.play(RANDOM, GREEDY, 4) == mgr.play(RANDOM, GREEDY, 4)  # seeded by the pair
+    assert isinstance(mgr.matches, MemberMatches)
+    assert mgr.prepare(RANDOM, GREEDY, 5)().games == 6  # whole duplicate deals: 5 -> 6 games
+    assert mgr.prepare(RANDOM, GREEDY, 4)() == mgr.prepare(RANDOM, GREEDY, 4)()  # seeded by the pair
     env = TCGEnv(num_games=4, seed=0)
     env.reset()
     league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
@@ -801,7 +801,7 @@ def test_real_match_player_and_end_epoch(tmp_path):
     assert mgr.champion == "e000002" and sum(decision["vs_baselines"][GREEDY]) == 4
     assert "e000002" in league.pool and league.matchmaker.pool == ["e000002"]
     assert mgr.load_policy("e000002")[1] == sampler.get_sampling_params()
-    assert mgr.play("e000002", RANDOM, 3).games == 4
+    assert mgr.prepare("e000002", RANDOM, 3)().games == 4
     assert (tmp_path / STATE_FILE).is_file() and logs
     metrics = league.metrics()
     assert {

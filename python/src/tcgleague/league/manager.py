@@ -13,7 +13,6 @@ State lives in `<dir>/league_state.json`, written atomically with the previous v
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable
 from dataclasses import asdict
@@ -32,7 +31,7 @@ from ..scoring import Tally
 from .evaluation import BASELINE, CHAMPION, VERIFICATION, EvaluationPlan, PlannedMatch
 from .events import EVENTS_FILE, LeagueEvents
 from .matchmaking import LEARNER, RESERVED_IDS
-from .member_matches import MemberMatches
+from .member_matches import Matches, MemberMatches, PlayedMatches, PlayMatch
 from .members import MemberStore, in_memory
 from .promotion import Decision, decide, retain_ids
 from .ratings import Payoff, Ratings
@@ -42,7 +41,6 @@ STATE_VERSION = 1
 BASELINES = (GREEDY,)
 MAX_DECISIONS = 50  # recent decisions kept in the state file
 
-PlayMatch = Callable[[str, str, int], Tally]  # (a, b, games) -> a's tally
 UNLOADABLE = (KeyError, OSError, ValueError, CheckpointError)  # a member whose weights cannot be loaded
 
 
@@ -59,14 +57,16 @@ class LeagueManager:
         self,
         cfg: LeagueSection,
         directory: str | Path | None = None,
-        play: PlayMatch | None = None,
+        play: Matches | PlayMatch | None = None,
         seed: int = 0,
         log: Callable[[str], None] = print,
         baselines=BASELINES,
         turn_cap: int | None = None,
         device: torch.device | None = None,
     ):
-        """`device`: the run's, where evaluation matches play (needed unless `play` is given)."""
+        """`play`: where evaluation matches come from (`Matches`, or a plain PlayMatch: tests'
+        scripted results); by default the game runner's (`MemberMatches`). `device`: the run's,
+        where evaluation matches play (needed unless `play` is given)."""
         self.cfg = cfg
         self.directory = Path(directory) if directory is not None else None
         self.log = log
@@ -76,7 +76,7 @@ class LeagueManager:
         replays = self.directory.parent / RUN_REPLAYS if self.directory is not None else None
         if play is None:
             play = MemberMatches(self.store, device, seed, turn_cap, replays, cfg.replay_games)
-        self.play = play
+        self.matches = play if isinstance(play, Matches) else PlayedMatches(play)
         self.champion: str | None = None
         self.ratings = Ratings()
         self.payoff = Payoff(cfg.payoff_decay)
@@ -209,10 +209,8 @@ class LeagueManager:
         return EvaluationPlan(candidate, champion, epoch, tuple(matches))
 
     def prepare(self, a: str, b: str, games: int) -> Callable[[], Tally]:
-        """A match of a vs b, its sides loaded now (MemberMatches.prepare; a plain PlayMatch is
-        called when played)."""
-        prepare = getattr(self.play, "prepare", None)
-        return prepare(a, b, games) if prepare is not None else functools.partial(self.play, a, b, games)
+        """A match of a vs b, its sides loaded now (`Matches.prepare`)."""
+        return self.matches.prepare(a, b, games)
 
     def apply_evaluation(self, plan: EvaluationPlan, tallies: list[Tally | None]) -> Decision | None:
         """Records a played plan's results (a verification match's also as the learner's payoff)
@@ -270,7 +268,7 @@ class LeagueManager:
     def note_match(self, candidate: str, role: str, opponent: str, tally: Tally) -> None:
         """An evaluation match's line in the event log (scoring.Tally.as_row: counts, win rate,
         95% Wilson interval), with where its recorded games are."""
-        recording = getattr(self.play, "recording", lambda a, b: None)(candidate, opponent)
+        recording = self.matches.recording(candidate, opponent)
         self.events.write(
             "match", candidate=candidate, opponent=opponent, role=role, **tally.as_row(), replays=recording
         )

@@ -13,6 +13,7 @@ import shutil
 import zlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -24,6 +25,33 @@ from ..rng import stream_seed
 from ..scoring import Tally
 from .members import MemberStore
 
+PlayMatch = Callable[[str, str, int], Tally]  # (a, b, games) -> a's tally: the simplest match source (tests' scripts)
+
+
+@runtime_checkable
+class Matches(Protocol):
+    """Where the league's evaluation matches come from: `prepare(a, b, games)` loads both sides
+    now and returns the match to play (on any thread); `recording(a, b)` says where its recorded
+    games go (relative to the run directory), None when none are."""
+
+    def prepare(self, a: str, b: str, games: int) -> Callable[[], Tally]: ...
+
+    def recording(self, a: str, b: str) -> str | None: ...
+
+
+class PlayedMatches:
+    """A plain PlayMatch as `Matches`: nothing is loaded ahead and nothing recorded."""
+
+    def __init__(self, play: PlayMatch):
+        self.play = play
+
+    def prepare(self, a: str, b: str, games: int) -> Callable[[], Tally]:
+        return lambda: self.play(a, b, games)
+
+    def recording(self, a: str, b: str) -> str | None:
+        return None
+
+
 RECORDED_MATCHES = 24  # the newest league recordings kept under <run>/replays/
 PREFIX = "league_"  # the league's recordings (evaluate_checkpoint's share the folder)
 
@@ -34,7 +62,7 @@ def recording_name(a: str, b: str) -> str:
 
 
 class MemberMatches:
-    """PlayMatch with the game runner: ids are bots or pool members (loaded from `store`).
+    """`Matches` with the game runner: ids are bots or pool members (loaded from `store`).
     Seeded from (seed, a, b), so a match replays identically after a resume. Members play on
     `device` (the run's), at the runner's default number of games at once (a whole eval_games
     match in one wave: fewer, larger forwards). With `replays` (the run's replays folder) and
@@ -90,6 +118,3 @@ class MemberMatches:
         folders = sorted(self.replays.glob(f"{PREFIX}*"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in folders[RECORDED_MATCHES:]:
             shutil.rmtree(old, ignore_errors=True)
-
-    def __call__(self, a: str, b: str, games: int) -> Tally:
-        return self.prepare(a, b, games)()
