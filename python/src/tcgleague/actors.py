@@ -21,9 +21,8 @@ import torch
 from torch import nn
 
 from .devices import mark_static
-from .layout import effects_from_obs, legal_from_obs
 from .policy.tcg_policy import TCGPolicy
-from .policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler, draw_uniforms
+from .policy.tcg_sampler import TCGSampler
 from .recurrent import RowState
 
 
@@ -76,17 +75,8 @@ class PolicyStep(nn.Module):
     def forward(self, obs, h, c, params, uniforms):
         x, ent = self.policy.encode(obs)
         out, (h, c) = self.policy.step(x, (h, c))
-        legal, count = legal_from_obs(obs)
-        actions, logprob, entropy = self.sampler.sample(
-            self.policy,
-            out,
-            ent,
-            legal,
-            count,
-            params=params,
-            argmax=self.argmax,
-            uniforms=uniforms,
-            effects=effects_from_obs(obs),
+        actions, logprob, entropy = self.sampler.sample_rows(
+            self.policy, out, ent, obs, params=params, argmax=self.argmax, uniforms=uniforms
         )
         return actions, logprob, entropy, self.policy.value(out), h, c
 
@@ -149,7 +139,7 @@ class PolicyActor:
             buffers = {
                 "h": torch.zeros(n, hidden, device=dev),
                 "c": torch.zeros(n, hidden, device=dev),
-                "uniforms": torch.zeros(n, 4, UNIFORM_WIDTH, device=dev),
+                "uniforms": self.sampler.draws_buffer(n, dev),
             }
             mark_static(*buffers.values())
             self.inputs[n] = buffers
@@ -176,7 +166,7 @@ class PolicyActor:
             keep = (~episode_start).to(h.dtype)[:, None]
             h.mul_(keep)
             c.mul_(keep)
-        uniforms = draw_uniforms(n, self.generator, out=buf["uniforms"])
+        uniforms = self.sampler.draw(n, self.generator, out=buf["uniforms"])
         if params is None:
             params = self.default_params
         if self.compiled:
@@ -214,29 +204,11 @@ class PolicyActor:
     def legal_log_probs(self, obs: torch.Tensor, h: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         """log pi of every legal action of observations `obs` [n, obs_size] from LSTM states
         (h, c) [n, hidden] (the states their decisions are taken from): [n, MAX_LEGAL], -inf
-        past each row's legal count. The sampler's own math on each (row, legal tuple) pair,
-        at this actor's sampling parameters, batched over all pairs."""
+        past each row's legal count: the sampler's own math (`listed_log_probs`) at this actor's
+        sampling parameters."""
         x, ent = self.policy.encode(obs)
         out, _ = self.policy.step(x, (h, c))
-        legal, count = legal_from_obs(obs)
-        if self.policy.scores_legal_list:  # one pass over each row's list
-            return self.sampler.legal_list_log_probs(
-                self.policy, out, ent, legal, count, self.default_params, effects_from_obs(obs)
-            )
-        pair_row, pair_index = (torch.arange(legal.shape[1], device=obs.device) < count[:, None]).nonzero(as_tuple=True)
-        logprob, _ = self.sampler.log_prob_entropy(
-            self.policy,
-            out[pair_row],
-            ent[pair_row],
-            legal[pair_row],
-            count[pair_row],
-            legal[pair_row, pair_index],
-            self.default_params,
-            effects_from_obs(obs)[pair_row],
-        )
-        table = torch.full(legal.shape[:2], -torch.inf, device=obs.device)
-        table[pair_row, pair_index] = logprob
-        return table
+        return self.sampler.listed_log_probs(self.policy, out, ent, obs, self.default_params)
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         rows_dev = torch.from_numpy(np.asarray(rows, dtype=np.int64)).to(self.device)

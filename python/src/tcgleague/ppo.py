@@ -22,7 +22,6 @@ import torch.nn as nn
 from .devices import mark_static
 from .dist import SINGLE, Dist
 from .errors import NonFiniteError
-from .layout import effects_from_obs, legal_from_obs
 from .rollout import Batch
 
 STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev")
@@ -62,10 +61,7 @@ class PPOLoss(nn.Module):
     def forward(self, obs, actions, logprob, value, advantage, ret, mask, boundary, state_h, state_c, params, coefs):
         out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
         flat = obs.reshape(out.shape[0], -1)
-        legal, count = legal_from_obs(flat)
-        new_logprob, entropy = self.sampler.log_prob_entropy(
-            self.policy, out, ent, legal, count, actions.reshape(-1, 4), params, effects_from_obs(flat)
-        )
+        new_logprob, entropy = self.sampler.log_prob_entropy_rows(self.policy, out, ent, flat, actions, params)
         new_value = self.policy.value(out)
         old_logprob, old_value = logprob.reshape(-1), value.reshape(-1)
         adv, ret, keep = advantage.reshape(-1), ret.reshape(-1), mask.reshape(-1)

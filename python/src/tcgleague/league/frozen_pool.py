@@ -35,7 +35,7 @@ from ..actors import PolicyStep
 from ..devices import mark_static
 from ..layout import ACTION_WIDTH
 from ..policy.tcg_policy import TCGPolicy, freeze
-from ..policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler, draw_uniforms
+from ..policy.tcg_sampler import TCGSampler
 from ..recurrent import RowState
 from ..rng import restore_generator
 from ..transfer import Traffic
@@ -107,6 +107,7 @@ class FrozenPool:
         self.seed = int(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.member_of = member_of  # env rows -> the member id playing each
+        self.sampler = TCGSampler()  # the members' sampling math and draws (each slot's parameters are in `sampling`)
         self.slots: dict[str, int] = {}  # member -> its slot in the stacked weights
         self.configs: dict[str, object] = {}  # member -> its policy config (one architecture)
         self.state: RowState | None = None  # per env row (+ a sink row), made by the first add
@@ -140,7 +141,7 @@ class FrozenPool:
                     f"frozen member {member_id!r} has policy config {policy.config}, unlike "
                     f"{first_id!r} ({first}); pool members must share one architecture"
                 )
-        step = PolicyStep(freeze(copy.deepcopy(policy).to(self.device)), TCGSampler())
+        step = PolicyStep(freeze(copy.deepcopy(policy).to(self.device)), self.sampler)
         if self.steps is None:
             self.steps = StackedSteps(step)
             self.state = RowState(self.num_rows, policy.hidden_size, self.device, sink=True)
@@ -209,9 +210,9 @@ class FrozenPool:
         self.later_rounds = host[1:].to(self.device, non_blocking=True)  # rare; run outside the step
         self.traffic.add(grids.nbytes, 0)
         if n not in self.draws:
-            self.draws[n] = torch.zeros(n, 4, UNIFORM_WIDTH, device=self.device)
+            self.draws[n] = self.sampler.draws_buffer(n, self.device)
             mark_static(self.draws[n])
-        uniforms = draw_uniforms(n, self.generator, out=self.draws[n])
+        uniforms = self.sampler.draw(n, self.generator, out=self.draws[n])
         weights, buffers, sampling = self.weights, self.buffers, self.sampling
         used = grids.shape[1]
         if used < self.capacity:  # eager: the slots in use only

@@ -27,7 +27,7 @@ import math
 
 import torch
 
-from ..layout import HEAD_SIZES
+from ..layout import HEAD_SIZES, effects_from_obs, legal_from_obs
 
 PARAM_NAMES = ("primary_temperature", "subaction_temperature", "smoothing_eps")
 _NEG = -1e9  # masked logit: exp underflows to exactly 0, but finite (no NaN in gradients)
@@ -132,6 +132,52 @@ class TCGSampler:
     def params_tensor(self, device=None) -> torch.Tensor:
         """A copy of the current parameters as a float32 tensor [3] (store it per step for PPO)."""
         return self._params.clone() if device is None else self._params.to(device, copy=True)
+
+    # ------------------------------------------------------------------ from observation rows
+    # What the learning stack calls (actors.PolicyStep and PolicyActor, the PPO loss, the frozen
+    # pool): observation rows in, their legal lists and the listed actions' effects read here, so
+    # nothing outside the policy family reads the row's layout or an action's width.
+    def draw(self, n: int, generator: torch.Generator, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The uniform draws of `n` decisions (`draw_uniforms`)."""
+        return draw_uniforms(n, generator, out=out)
+
+    def draws_buffer(self, n: int, device: torch.device) -> torch.Tensor:
+        """A zeroed buffer `draw(n, ..., out=)` fills in place (a compiled step's static input)."""
+        return torch.zeros(n, 4, UNIFORM_WIDTH, device=device)
+
+    def sample_rows(self, policy, out, ent, obs, params=None, argmax: bool = False, uniforms=None):
+        """`sample` for observation rows `obs` [n, ...]: (actions [n, 4], logprob [n], entropy [n])."""
+        legal, count = legal_from_obs(obs)
+        effects = effects_from_obs(obs)
+        return self.sample(policy, out, ent, legal, count, params, argmax=argmax, uniforms=uniforms, effects=effects)
+
+    def log_prob_entropy_rows(self, policy, out, ent, obs, actions, params=None):
+        """`log_prob_entropy` of `actions` [n, ...] taken at observation rows `obs` [n, ...]."""
+        legal, count = legal_from_obs(obs)
+        actions = actions.reshape(len(legal), 4)
+        return self.log_prob_entropy(policy, out, ent, legal, count, actions, params, effects_from_obs(obs))
+
+    def listed_log_probs(self, policy, out, ent, obs, params=None) -> torch.Tensor:
+        """log pi of every legal action of observation rows `obs` [n, ...]: [n, MAX_LEGAL], -inf
+        past each row's legal count: one pass over each list of a policy that scores it whole,
+        else `log_prob_entropy` of each (row, legal tuple) pair, batched over all pairs."""
+        legal, count = legal_from_obs(obs)
+        if getattr(policy, "scores_legal_list", False):
+            return self.legal_list_log_probs(policy, out, ent, legal, count, params, effects_from_obs(obs))
+        pair_row, pair_index = (torch.arange(legal.shape[1], device=obs.device) < count[:, None]).nonzero(as_tuple=True)
+        logprob, _ = self.log_prob_entropy(
+            policy,
+            out[pair_row],
+            ent[pair_row],
+            legal[pair_row],
+            count[pair_row],
+            legal[pair_row, pair_index],
+            params,
+            effects_from_obs(obs)[pair_row],
+        )
+        table = torch.full(legal.shape[:2], -torch.inf, device=obs.device)
+        table[pair_row, pair_index] = logprob
+        return table
 
     # ------------------------------------------------------------------ sampling
     def sample(
