@@ -27,6 +27,7 @@ from tcgleague.devices import compile_mode_for, resolve_device
 from tcgleague.layout import ACTION_WIDTH, OBS_BYTES
 from tcgleague.policy.tcg_sampler import draw_uniforms
 from tcgleague.ppo import STAT_NAMES, PPOUpdater, UpdateSettings
+from tcgleague.rows import RowFormat
 from tcgleague.trainer import Trainer
 from tcgleague.transfer import StepTransfer
 
@@ -204,7 +205,7 @@ def test_collect_makes_no_tensor_from_host_data_per_env_step(monkeypatch):
 # ---- 2. StepTransfer on the CPU ------------------------------------------------------------------
 def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_and_starts():
     n = 6
-    transfer = StepTransfer(n, torch.device("cpu"))
+    transfer = StepTransfer(n, RowFormat(2 * n, OBS_BYTES, ACTION_WIDTH), torch.device("cpu"))
     g = np.random.default_rng(0)
     base = g.integers(0, 256, size=(1, OBS_BYTES), dtype=np.uint8)  # compact rows, as the env writes them
     obs = np.repeat(base, 40, 0)
@@ -234,7 +235,7 @@ def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_and_starts():
 
 
 def test_step_transfer_download_returns_int32_numpy_of_the_actions():
-    transfer = StepTransfer(5, torch.device("cpu"))
+    transfer = StepTransfer(5, RowFormat(10, OBS_BYTES, ACTION_WIDTH), torch.device("cpu"))
     g = torch.Generator().manual_seed(0)
     first = torch.randint(-1, 300, (5, ACTION_WIDTH), generator=g)  # long, as the sampler returns
     out = transfer.download(first)
@@ -306,7 +307,7 @@ def bf16_against_fp32(*overrides: str) -> None:
     def updater(policy, optimizer, precision: str) -> PPOUpdater:
         settings = UpdateSettings(segments, 1, t.max_grad_norm, False, None, precision)
         hidden = trainer.policy.hidden_size
-        return PPOUpdater(policy, trainer.sampler, optimizer, settings, t.bptt_horizon, OBS_BYTES, hidden, dev)
+        return PPOUpdater(policy, trainer.sampler, optimizer, settings, t.bptt_horizon, trainer.env.rows, hidden, dev)
 
     # one fp32 step first, so the PPO ratio and the Adam moments are away from their trivial start
     warm = updater(trainer.policy, trainer.learner.optimizer, "fp32")

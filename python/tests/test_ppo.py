@@ -242,7 +242,7 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
             optimizer,
             settings,
             t.bptt_horizon,
-            batch.obs.shape[-1],
+            trainer.env.rows,
             trainer.policy.hidden_size,
             trainer.device,
         )

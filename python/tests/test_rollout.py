@@ -11,14 +11,13 @@ import pytest
 import torch
 
 from tcgleague.rollout import RolloutBuffer, discounted_sums, row_runs
+from tcgleague.rows import RowFormat
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def make_buffer(capacity: int, horizon: int, num_rows: int = 4) -> RolloutBuffer:
-    buf = RolloutBuffer(
-        capacity=capacity, horizon=horizon, obs_bytes=3, hidden_size=2, num_rows=num_rows, device=torch.device("cpu")
-    )
+    buf = RolloutBuffer(capacity, horizon, RowFormat(num_rows, 3, 4), hidden_size=2, device=torch.device("cpu"))
     buf.start_epoch()
     return buf
 
@@ -179,15 +178,13 @@ def test_pack_refuses_a_partial_buffer_and_add_refuses_overflow():
     with pytest.raises(RuntimeError, match="overflow"):
         add(buf, [0, 3], [0.0, 0.0])
     with pytest.raises(ValueError, match="multiple of bptt_horizon"):
-        RolloutBuffer(capacity=6, horizon=4, obs_bytes=3, hidden_size=2, num_rows=2, device=torch.device("cpu"))
+        RolloutBuffer(6, 4, RowFormat(2, 3, 4), hidden_size=2, device=torch.device("cpu"))
 
 
 # ---- the spare slot, GAE against a float64 reference -------------------------------------------
 def test_store_writes_stored_slots_exactly_and_the_spare_slot_nowhere():
     capacity, hidden = 8, 2
-    buf = RolloutBuffer(
-        capacity=capacity, horizon=4, obs_bytes=3, hidden_size=hidden, num_rows=6, device=torch.device("cpu")
-    )
+    buf = RolloutBuffer(capacity, 4, RowFormat(6, 3, 4), hidden_size=hidden, device=torch.device("cpu"))
     buf.start_epoch()
     g = torch.Generator().manual_seed(0)
     for rows in ([0, 2, 4], [1, 3]):
@@ -257,7 +254,7 @@ def test_packed_gae_matches_a_plain_reference_loop_bit_for_bit():
     running sum per row, rounded to float32)."""
     g = np.random.default_rng(11)
     capacity, horizon, num_rows, gamma, lam = 64, 4, 5, 0.97, 0.9
-    buf = RolloutBuffer(capacity, horizon, obs_bytes=3, hidden_size=2, num_rows=num_rows, device=torch.device("cpu"))
+    buf = RolloutBuffer(capacity, horizon, RowFormat(num_rows, 3, 4), hidden_size=2, device=torch.device("cpu"))
     buf.start_epoch()
     values = g.normal(size=capacity).astype(np.float32)
     steps: list[dict] = []  # arrival order = slot order

@@ -61,7 +61,7 @@ def build_exploiter(cfg: Config, env: VecEnv, device: torch.device) -> MainExplo
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
     sizes = exploiter_sizes(cfg.train, cfg.league)
-    learner = build_learner(policy, sampler, cfg.train, sizes, env.num_rows, seed, device, "exploiter")
+    learner = build_learner(policy, sampler, cfg.train, sizes, env.rows, seed, device, "exploiter")
     return MainExploiter(learner, cfg.train, seed, cfg.league.exploiter_plays_snapshot)
 
 

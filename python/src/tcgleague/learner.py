@@ -15,11 +15,11 @@ import torch
 from .actors import PolicyActor
 from .config import TrainSection
 from .dist import SINGLE, Dist
-from .layout import OBS_BYTES
 from .policy.tcg_policy import TCGPolicy
 from .policy.tcg_sampler import TCGSampler
 from .ppo import PPOUpdater, UpdateSettings
 from .rollout import RolloutBuffer
+from .rows import RowFormat
 
 
 @dataclass
@@ -56,14 +56,14 @@ def build_learner(
     sampler: TCGSampler,
     train: TrainSection,
     sizes: LearnerSizes,
-    num_rows: int,
+    rows: RowFormat,
     seed: int,
     device: torch.device,
     name: str,
     dist: Dist = SINGLE,
 ) -> Learner:
-    """`policy` (already on `device`) with everything it needs to act on `num_rows` env rows
-    and learn from them by PPO with [train]'s hyperparameters."""
+    """`policy` (already on `device`) with everything it needs to act on the env's `rows` and
+    learn from them by PPO with [train]'s hyperparameters."""
     generator = torch.Generator(device=device).manual_seed(seed)
     optimizer = torch.optim.Adam(
         policy.parameters(), lr=sizes.learning_rate, eps=train.adam_eps, fused=device.type == "cuda"
@@ -77,7 +77,7 @@ def build_learner(
         train.precision,
     )
     hidden = policy.hidden_size
-    updater = PPOUpdater(policy, sampler, optimizer, settings, train.bptt_horizon, OBS_BYTES, hidden, device, dist)
-    buffer = RolloutBuffer(sizes.capacity, train.bptt_horizon, OBS_BYTES, hidden, num_rows, device)
-    actor = PolicyActor(policy, sampler, num_rows, generator, name=name, compile_mode=sizes.compile_mode)
+    updater = PPOUpdater(policy, sampler, optimizer, settings, train.bptt_horizon, rows, hidden, device, dist)
+    buffer = RolloutBuffer(sizes.capacity, train.bptt_horizon, rows, hidden, device)
+    actor = PolicyActor(policy, sampler, rows.num_rows, generator, name=name, compile_mode=sizes.compile_mode)
     return Learner(policy, sampler, optimizer, updater, buffer, actor, generator, device)

@@ -23,6 +23,7 @@ from .devices import mark_static
 from .dist import SINGLE, Dist
 from .errors import NonFiniteError
 from .rollout import Batch
+from .rows import RowFormat
 
 STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev")
 MINIBATCH_FIELDS = ("obs", "actions", "logprob", "value", "advantage", "ret", "mask", "boundary", "state_h", "state_c")
@@ -110,7 +111,7 @@ class PPOUpdater:
         optimizer: torch.optim.Optimizer,
         settings: UpdateSettings,
         horizon: int,
-        obs_bytes: int,
+        rows: RowFormat,
         hidden_size: int,
         device: torch.device,
         dist: Dist = SINGLE,
@@ -124,8 +125,8 @@ class PPOUpdater:
         self.autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=settings.precision == "bf16")
         m, t = settings.minibatch_segments, horizon
         shapes = {
-            "obs": (m, t, obs_bytes),
-            "actions": (m, t, 4),
+            "obs": (m, t, rows.obs_bytes),
+            "actions": (m, t, rows.action_width),
             "logprob": (m, t),
             "value": (m, t),
             "advantage": (m, t),

@@ -32,6 +32,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
+from .rows import RowFormat
+
 
 @dataclass
 class Batch:
@@ -89,9 +91,8 @@ class RolloutBuffer:
         self,
         capacity: int,
         horizon: int,
-        obs_bytes: int,
+        rows: RowFormat,
         hidden_size: int,
-        num_rows: int,
         device: torch.device,
     ):
         if capacity % horizon:
@@ -99,8 +100,8 @@ class RolloutBuffer:
         self.capacity, self.horizon, self.device = capacity, horizon, torch.device(device)
         # device half: written by slot; row `capacity` is the spare that absorbs unstored decisions
         spare = capacity + 1
-        self.obs = torch.zeros(spare, obs_bytes, dtype=torch.uint8, device=self.device)  # compact rows
-        self.actions = torch.zeros(spare, 4, dtype=torch.long, device=self.device)
+        self.obs = torch.zeros(spare, rows.obs_bytes, dtype=torch.uint8, device=self.device)  # as the env wrote them
+        self.actions = torch.zeros(spare, rows.action_width, dtype=torch.long, device=self.device)
         self.logprob = torch.zeros(spare, device=self.device)
         self.value = torch.zeros(spare, device=self.device)
         self.state_h = torch.zeros(spare, hidden_size, device=self.device)
@@ -114,8 +115,8 @@ class RolloutBuffer:
         self.episode_start = np.zeros(capacity, dtype=bool)
         self.next_index = np.full(capacity, -1, dtype=np.int64)  # the row's next stored step
         self.bootstrapped = np.zeros(capacity, dtype=bool)  # next_value holds the pending step's next value
-        self.last_index = np.full(num_rows, -1, dtype=np.int64)
-        self.num_rows = num_rows  # a partial buffer's unfilled slots get row ids from here on (they sort last)
+        self.last_index = np.full(rows.num_rows, -1, dtype=np.int64)
+        self.num_rows = rows.num_rows  # a partial buffer's unfilled slots get row ids from here on (they sort last)
         self.size = 0
 
     @property

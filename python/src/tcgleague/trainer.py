@@ -26,7 +26,7 @@ from .config import Config
 from .devices import compile_mode_for, env_parts, loss_compile_mode
 from .dist import SINGLE, Dist, reduce_epoch, weights_digest
 from .env import summarize_episodes
-from .layout import ACTION_WIDTH, PASS
+from .layout import PASS
 from .learner import LearnerSizes, build_learner
 from .logger import Dashboard, RunLogger
 from .match import evaluate_vs_bots
@@ -74,7 +74,7 @@ class Trainer:
             compile_mode,
             loss_compile_mode(compile_mode, device, dist.enabled),
         )
-        self.learner = build_learner(policy, sampler, t, sizes, env.num_rows, self.seed, device, "learner", dist)
+        self.learner = build_learner(policy, sampler, t, sizes, env.rows, self.seed, device, "learner", dist)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.learner.optimizer, lr_lambda(t.lr_schedule, self.total_epochs)
         )
@@ -82,9 +82,9 @@ class Trainer:
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
         self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
         self.parts = GameParts(env, env_parts(cfg, device))  # 2 with [env] overlap: they take turns
-        self.transfers = [StepTransfer(len(games), device) for games in self.parts.games]  # one per part
+        self.transfers = [StepTransfer(len(games), env.rows, device) for games in self.parts.games]  # one per part
         self.episode_start = np.ones(env.num_rows, dtype=bool)
-        self.actions = np.zeros((env.num_rows, ACTION_WIDTH), dtype=np.int32)
+        self.actions = np.zeros((env.num_rows, env.rows.action_width), dtype=np.int32)
         self.global_step = 0
         self.epoch = 0
         self.obs: np.ndarray | None = None  # None until the first rollout resets the env

@@ -21,27 +21,28 @@ import numpy as np
 import torch
 
 from .devices import mark_static
-from .layout import ACTION_WIDTH, OBS_BYTES
+from .rows import RowFormat
 
 ROW, SLOT, START = 0, 1, 2  # the rows of the per-game values after the observations
 
 
 class StepTransfer:
     """upload(obs, rows, slots, starts) -> (obs, rows, slots, starts) on the device;
-    download(actions) -> int32 numpy [num_games, 4]."""
+    download(actions) -> int32 numpy [num_games, action_width]."""
 
-    def __init__(self, num_games: int, device: torch.device):
+    def __init__(self, num_games: int, rows: RowFormat, device: torch.device):
         self.device = torch.device(device)
         cuda = self.device.type == "cuda"
-        size = -(-num_games * OBS_BYTES // 4) * 4  # the int32 values start 4-byte aligned
+        obs_bytes = rows.obs_bytes
+        size = -(-num_games * obs_bytes // 4) * 4  # the int32 values start 4-byte aligned
         self.host = torch.zeros(size + 4 * 3 * num_games, dtype=torch.uint8, pin_memory=cuda)
         self.up = torch.zeros_like(self.host, device=self.device) if cuda else self.host
         host_np = self.host.numpy()
-        self.host_obs = host_np[: num_games * OBS_BYTES].reshape(num_games, OBS_BYTES)
+        self.host_obs = host_np[: num_games * obs_bytes].reshape(num_games, obs_bytes)
         self.host_values = host_np[size:].view(np.int32).reshape(3, num_games)
-        self.obs = self.up[: num_games * OBS_BYTES].view(num_games, OBS_BYTES)
+        self.obs = self.up[: num_games * obs_bytes].view(num_games, obs_bytes)
         self.values = self.up[size:].view(torch.int32).view(3, num_games)
-        self.actions = torch.zeros(num_games, ACTION_WIDTH, dtype=torch.int32, pin_memory=cuda)
+        self.actions = torch.zeros(num_games, rows.action_width, dtype=torch.int32, pin_memory=cuda)
         self.actions_np = self.actions.numpy()
         self.ready = torch.cuda.Event() if cuda else None
         mark_static(self.obs)  # a compiled step reads the observations in place
@@ -51,7 +52,7 @@ class StepTransfer:
     def upload(
         self, obs: np.ndarray, rows: np.ndarray, slots: np.ndarray, starts: np.ndarray
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """obs [num_rows, OBS_BYTES] (all rows), the deciding `rows` (one per game, in game
+        """obs [num_rows, obs_bytes] (all rows), the deciding `rows` (one per game, in game
         order), their buffer `slots` and episode-start flags -> the same on the device."""
         np.take(obs, rows, axis=0, out=self.host_obs, mode="clip")  # "clip": unbuffered, rows are valid
         self.host_values[ROW] = rows
@@ -63,7 +64,7 @@ class StepTransfer:
         return self.obs, v[ROW].long(), v[SLOT].long(), v[START] > 0
 
     def download(self, actions: torch.Tensor) -> np.ndarray:
-        """The actions as int32 numpy [num_games, ACTION_WIDTH] (a buffer reused every step)."""
+        """The actions as int32 numpy [num_games, action_width] (a buffer reused every step)."""
         self.actions.copy_(actions.to(torch.int32), non_blocking=True)
         if self.ready is not None:
             self.ready.record(torch.cuda.current_stream(self.device))

@@ -12,6 +12,7 @@ import pufferlib.vector
 import torch
 
 from .env import TCGEnv, game_of, rows_of
+from .rows import RowFormat
 
 
 class VecEnv:
@@ -37,7 +38,10 @@ class VecEnv:
                 TCGEnv, backend=kinds[backend], num_envs=num_envs, env_kwargs=env_kwargs, seed=seed, **extra
             )
             self._env = None
-        self.num_rows = (self._env or self._vec).num_agents  # PufferLib calls the row count num_agents
+        owner = self._env or self._vec
+        self.num_rows = owner.num_agents  # PufferLib calls the row count num_agents
+        obs_bytes, action_width = owner.single_observation_space.shape[0], len(owner.single_action_space.nvec)
+        self.rows = RowFormat(self.num_rows, obs_bytes, action_width)  # what the learning stack sizes itself from
         self.num_games = game_of(self.num_rows)  # all env objects' games together
         self.masks = np.zeros(self.num_rows, dtype=bool)
 

@@ -42,7 +42,7 @@ def _contenders(trainer, batch, mode: str) -> dict[str, dict]:
             trainer.learner.optimizer,
             settings,
             t.bptt_horizon,
-            batch.obs.shape[-1],
+            trainer.env.rows,
             trainer.cfg.policy.hidden_size,
             device,
         )
