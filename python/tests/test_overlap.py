@@ -16,7 +16,7 @@ from tcgleague.checkpoint import load_checkpoint
 from tcgleague.config import ConfigError, load_config
 from tcgleague.devices import env_parts
 from tcgleague.dist import weights_digest
-from tcgleague.env import rows_of
+from tcgleague.env import TCGEnv, rows_of
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.train import checkpoint_writer
 from tcgleague.vecenv import GameParts, VecEnv
@@ -30,7 +30,7 @@ def test_stepping_the_halves_in_turn_is_stepping_every_game_at_once():
     and record as one step of all of them does; while a half steps on the thread, the other
     half's rows are not written (the trainer reads them meanwhile)."""
     kwargs = {"env_kwargs": {"num_games": 64, "seed": 3, "turn_cap": 8}}
-    whole, halves = VecEnv("native", 1, 1, **kwargs), VecEnv("native", 1, 1, **kwargs)
+    whole, halves = VecEnv(TCGEnv, "native", 1, 1, **kwargs), VecEnv(TCGEnv, "native", 1, 1, **kwargs)
     obs_whole, obs_halves = whole.reset(3), halves.reset(3)
     parts = GameParts(halves, 2)
     assert parts.games == [range(0, 32), range(32, 64)]
@@ -66,7 +66,7 @@ def test_overlap_needs_the_native_backend_and_two_games():
     assert env_parts(load_config(SMOKE, OVERLAP), cpu) == 2
     assert env_parts(load_config(SMOKE, ["--env.overlap", "false"]), cuda) == 1
     with pytest.raises(ValueError, match="native backend"):
-        GameParts(VecEnv("serial", 2, 1, {"num_games": 4}), 2)
+        GameParts(VecEnv(TCGEnv, "serial", 2, 1, {"num_games": 4}), 2)
 
 
 def digest_after(epochs: int, *overrides: str) -> tuple[str, list[float]]:

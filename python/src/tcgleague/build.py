@@ -15,6 +15,7 @@ import torch
 from .config import Config, ConfigError
 from .devices import compile_mode_for, resolve_device
 from .dist import SINGLE, Dist
+from .env import TCGEnv
 from .league import LeagueManager, LeagueOpponents
 from .league.exploiter import MainExploiter, exploiter_sizes
 from .learner import build_learner
@@ -120,7 +121,9 @@ def build_trainer(
         device = resolve_device(cfg.base.device, dist.local_rank if dist.enabled else None)
     if device.type == "cuda":
         torch.cuda.set_device(device)  # kernels, streams and events of this run all on that GPU
-    env = VecEnv(cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg, dist.rank_seed(cfg.base.seed)))
+    env = VecEnv(
+        TCGEnv, cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg, dist.rank_seed(cfg.base.seed))
+    )
     policy = build_policy(policy_config(cfg, env.card_pool.n_cards), cfg.base.seed).to(device)
     sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
     side = opponents(env, device) if opponents else build_opponents(cfg, env, run_dir, device, dist)

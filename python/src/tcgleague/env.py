@@ -133,6 +133,9 @@ def action_space() -> gymnasium.spaces.MultiDiscrete:
 class TCGEnv(pufferlib.PufferEnv):
     """Many Emberfront games, stepped by one C call into PufferLib's buffers."""
 
+    noop_action_type = PASS  # the action type that does nothing now: the rollout's noop rate counts it
+    summarize_episodes = staticmethod(summarize_episodes)  # its episode records -> environment/* metrics
+
     def __init__(
         self,
         num_games: int = 1,

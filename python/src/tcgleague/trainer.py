@@ -25,8 +25,6 @@ from .anneal import anneal_values, anneals_from_config
 from .config import Config
 from .devices import compile_mode_for, env_parts, loss_compile_mode
 from .dist import SINGLE, Dist, reduce_epoch, weights_digest
-from .env import summarize_episodes
-from .layout import PASS
 from .learner import LearnerSizes, build_learner
 from .logger import Dashboard, RunLogger
 from .match import evaluate_vs_bots
@@ -156,7 +154,7 @@ class Trainer:
             buffer.drop_unstored(mine, mine_slots, d.value, at)
             stored = slots_dev < buffer.capacity
             entropy_sum += torch.where(stored, d.entropy, 0.0).sum()
-            noops += ((d.actions[:, 0] == PASS) & stored).sum()
+            noops += ((d.actions[:, 0] == self.env.noop_action_type) & stored).sum()
             decisions += int((mine_slots < buffer.capacity).sum())
             self.actions[rows] = transfer.download(d.played)
             acting = time.perf_counter()
@@ -170,9 +168,9 @@ class Trainer:
         infos += self.settle(parts.finish(), decisions)
         self.bootstrap_pending()
         self.global_step += decisions
-        stats = summarize_episodes(infos)
+        stats = self.env.summarize_episodes(infos)
         stats["sampler/rollout_entropy"] = float(entropy_sum) / max(1, decisions)
-        stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that PASS
+        stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that do nothing now
         return stats | rollout_perf(self.transfers, steps / parts.count, env_s, opponents_s)
 
     def settle(self, stepped: tuple | None, decisions: int) -> list[dict]:

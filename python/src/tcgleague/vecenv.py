@@ -19,15 +19,17 @@ class VecEnv:
     """reset(seed) -> obs; step(actions) -> (obs, rewards, terminals, truncations, infos).
     `masks` marks the deciding row of every game; arrays are PufferLib's shared buffers."""
 
-    def __init__(self, backend: str, num_envs: int, num_workers: int, env_kwargs: dict):
-        self.backend = backend
+    def __init__(self, env_class: type, backend: str, num_envs: int, num_workers: int, env_kwargs: dict):
+        """`env_class`: the game's PufferEnv (Emberfront's `TCGEnv`), made with `env_kwargs`."""
+        self.env_class, self.backend = env_class, backend
+        self.noop_action_type: int = env_class.noop_action_type  # the first action integer the noop rate counts
         if backend == "native":
             if num_envs != 1:
                 raise ValueError(
                     f"[vec] num_envs must be 1 for the native backend (got {num_envs}); "
                     "use backend = serial or multiprocessing for several env objects"
                 )
-            self._env = TCGEnv(**env_kwargs)
+            self._env = env_class(**env_kwargs)
             self._vec = None
         else:
             kinds = {"serial": pufferlib.vector.Serial, "multiprocessing": pufferlib.vector.Multiprocessing}
@@ -35,7 +37,7 @@ class VecEnv:
             env_kwargs = dict(env_kwargs)
             seed = env_kwargs.pop("seed", 0)  # pufferlib passes each env its own seed (seed + i)
             self._vec = pufferlib.vector.make(
-                TCGEnv, backend=kinds[backend], num_envs=num_envs, env_kwargs=env_kwargs, seed=seed, **extra
+                env_class, backend=kinds[backend], num_envs=num_envs, env_kwargs=env_kwargs, seed=seed, **extra
             )
             self._env = None
         owner = self._env or self._vec
@@ -44,6 +46,10 @@ class VecEnv:
         self.rows = RowFormat(self.num_rows, obs_bytes, action_width)  # what the learning stack sizes itself from
         self.num_games = game_of(self.num_rows)  # all env objects' games together
         self.masks = np.zeros(self.num_rows, dtype=bool)
+
+    def summarize_episodes(self, infos: list[dict]) -> dict:
+        """environment/* metrics of the finished games' records, as the game defines them."""
+        return self.env_class.summarize_episodes(infos)
 
     def reset(self, seed: int) -> np.ndarray:
         if self._env is not None:
