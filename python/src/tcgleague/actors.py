@@ -21,8 +21,7 @@ import torch
 from torch import nn
 
 from .devices import mark_static
-from .policy.tcg_policy import TCGPolicy
-from .policy.tcg_sampler import TCGSampler
+from .policy.family import Policy, Sampler
 from .recurrent import RowState
 
 
@@ -68,7 +67,7 @@ class PolicyStep(nn.Module):
     out. No RNG, no host reads, no data-dependent shapes: this is what gets compiled (a CUDA
     graph with `reduce-overhead`) and what the frozen pool vmaps over its members."""
 
-    def __init__(self, policy: TCGPolicy, sampler: TCGSampler, argmax: bool = False):
+    def __init__(self, policy: Policy, sampler: Sampler, argmax: bool = False):
         super().__init__()
         self.policy, self.sampler, self.argmax = policy, sampler, argmax
 
@@ -111,8 +110,8 @@ class PolicyActor:
 
     def __init__(
         self,
-        policy: TCGPolicy,
-        sampler: TCGSampler,
+        policy: Policy,
+        sampler: Sampler,
         num_rows: int,
         generator: torch.Generator,
         argmax: bool = False,

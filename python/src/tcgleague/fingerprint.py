@@ -32,6 +32,7 @@ SOURCE_PATTERNS = (
     "engine/*.h",
     "engine/cards.json",
     "policy/tcg_policy.py",
+    "policy/family.py",
     "policy/features.py",
     "policy/attention.py",
     "recurrent.py",

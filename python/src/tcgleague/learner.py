@@ -15,8 +15,7 @@ import torch
 from .actors import PolicyActor
 from .config import TrainSection
 from .dist import SINGLE, Dist
-from .policy.tcg_policy import TCGPolicy
-from .policy.tcg_sampler import TCGSampler
+from .policy.family import Policy, Sampler
 from .ppo import PPOUpdater, UpdateSettings
 from .rollout import RolloutBuffer
 from .rows import RowFormat
@@ -26,8 +25,8 @@ from .rows import RowFormat
 class Learner:
     """What one learning agent is made of (all on `device`, the run's)."""
 
-    policy: TCGPolicy
-    sampler: TCGSampler
+    policy: Policy
+    sampler: Sampler
     optimizer: torch.optim.Adam
     updater: PPOUpdater
     buffer: RolloutBuffer
@@ -52,8 +51,8 @@ class LearnerSizes:
 
 
 def build_learner(
-    policy: TCGPolicy,
-    sampler: TCGSampler,
+    policy: Policy,
+    sampler: Sampler,
     train: TrainSection,
     sizes: LearnerSizes,
     rows: RowFormat,

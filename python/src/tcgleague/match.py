@@ -30,8 +30,7 @@ from .actors import Actor, PolicyActor
 from .bots import BOTS, SCRIPTED, make_bot, random_actions
 from .env import TCGEnv, finished_games, game_of, rows_of, seat_of
 from .layout import ACTION_WIDTH, DEFAULT_TURN_CAP, DRAW, PASS
-from .policy.tcg_policy import TCGPolicy
-from .policy.tcg_sampler import TCGSampler
+from .policy.family import Policy, Sampler
 from .rng import stream_seed
 from .scoring import Tally
 
@@ -39,7 +38,7 @@ ActorFactory = Callable[[TCGEnv], Actor]  # one side of a match: makes its Actor
 
 
 def policy_side(
-    policy: TCGPolicy, sampler: TCGSampler, seed: int, argmax: bool = False, name: str = "policy"
+    policy: Policy, sampler: Sampler, seed: int, argmax: bool = False, name: str = "policy"
 ) -> ActorFactory:
     """A policy (the learner, a checkpoint, a league member) as a match side, sampling from
     its own generator seeded with `seed`."""
@@ -302,7 +301,7 @@ def _record(scheduled: tuple[int, bool, int], info: dict, names: list[str]) -> G
     )
 
 
-def evaluate_vs_bots(policy: TCGPolicy, sampler: TCGSampler, games: int, seed: int, turn_cap: int) -> dict:
+def evaluate_vs_bots(policy: Policy, sampler: Sampler, games: int, seed: int, turn_cap: int) -> dict:
     """eval/winrate_vs_<bot> and eval/games_vs_<bot>: a duplicate match vs each bot, on `seed`'s deals."""
     out = {}
     for bot in BOTS:

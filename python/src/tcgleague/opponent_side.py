@@ -25,7 +25,7 @@ import torch
 
 from .actors import Companion
 from .layout import ACTION_WIDTH
-from .policy.tcg_sampler import TCGSampler
+from .policy.family import Sampler
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class OpponentSide(Protocol):
     def finish_collect(self, obs: np.ndarray, rows: np.ndarray) -> None:
         """The epoch's collection ends with `rows` deciding on `obs` (pending steps to bootstrap)."""
 
-    def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
+    def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: Sampler) -> None:
         """Once per epoch, after the update (the league ingests and evaluates candidates here)."""
 
     def metrics(self) -> dict[str, float]: ...

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from .checkpoint import CheckpointError, FieldError, LoadedCheckpoint
 from .opponent_side import Origin
-from .policy.tcg_policy import TCGPolicy, build_policy, unwrap
+from .policy.family import unwrap
+from .policy.tcg_policy import TCGPolicy, build_policy
 from .trainer import Trainer
 
 REWARD_KEYS = (("env", "reward_shaping"), ("train", "gamma"))

@@ -29,8 +29,7 @@ from .learner import LearnerSizes, build_learner
 from .logger import Dashboard, RunLogger
 from .match import evaluate_vs_bots
 from .opponent_side import OpponentSide, Origin
-from .policy.tcg_policy import TCGPolicy, strip_compile_prefix, unwrap
-from .policy.tcg_sampler import TCGSampler
+from .policy.family import Policy, Sampler, strip_compile_prefix, unwrap
 from .ppo import lr_lambda, rolled_back_update
 from .rng import global_state, set_global_state, stream_seed
 from .run_state import job_state, rank_part, restore_games, restore_sampling_stream
@@ -45,8 +44,8 @@ class Trainer:
         self,
         cfg: Config,
         env: VecEnv,
-        policy: TCGPolicy,
-        sampler: TCGSampler,
+        policy: Policy,
+        sampler: Sampler,
         opponents: OpponentSide,
         device: torch.device,
         logger: RunLogger | None = None,

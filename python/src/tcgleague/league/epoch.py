@@ -23,8 +23,7 @@ from ..checkpoint.league_fields import pending_evaluation
 from ..config import LeagueSection
 from ..devices import league_evaluation
 from ..dist import Dist
-from ..policy.tcg_policy import unwrap
-from ..policy.tcg_sampler import TCGSampler
+from ..policy.family import Sampler, unwrap
 from .evaluation import EvaluationWorker, Pending
 from .exploiter import JOIN, MainExploiter
 from .manager import LeagueManager
@@ -57,7 +56,7 @@ class LeagueEpoch:
         epoch: int,
         global_step: int,
         policy: torch.nn.Module,
-        sampler: TCGSampler,
+        sampler: Sampler,
         results: list[GameResult],
         active: bool,
         playing: Collection[str] = (),
@@ -186,7 +185,7 @@ class LeagueEpoch:
             return member_id
         return next(f"{member_id}r{k}" for k in itertools.count(1) if f"{member_id}r{k}" not in taken)
 
-    def ingest_candidate(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
+    def ingest_candidate(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: Sampler) -> None:
         """Every checkpoint_add_interval epochs: the learner joins the pool as a candidate and is
         evaluated (inline), or its evaluation is planned and handed to the worker (background);
         then the state file is saved."""

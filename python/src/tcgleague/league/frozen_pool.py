@@ -34,7 +34,7 @@ from torch.func import functional_call, vmap
 from ..actors import PolicyStep
 from ..devices import mark_static
 from ..layout import ACTION_WIDTH
-from ..policy.tcg_policy import TCGPolicy, freeze
+from ..policy.family import Policy, freeze
 from ..policy.tcg_sampler import TCGSampler
 from ..recurrent import RowState
 from ..rng import restore_generator
@@ -131,7 +131,7 @@ class FrozenPool:
         return list(self.slots)
 
     # ---- members ---------------------------------------------------------------------------
-    def add(self, member_id: str, policy: TCGPolicy, sampling_params: dict | None = None) -> None:
+    def add(self, member_id: str, policy: Policy, sampling_params: dict | None = None) -> None:
         """Copies `policy`'s weights into a free slot (the caller's object is never moved to this
         device). Every member must share one architecture, since their weights are stacked."""
         if self.configs:

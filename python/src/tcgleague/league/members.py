@@ -26,7 +26,8 @@ from pathlib import Path
 from ..atomic import atomic_write
 from ..checkpoint import CheckpointError, load_checkpoint, save_policy
 from ..opponent_side import Origin
-from ..policy.tcg_policy import PolicyConfig, TCGPolicy, freeze, policy_from_state, strip_compile_prefix
+from ..policy.family import freeze, strip_compile_prefix
+from ..policy.tcg_policy import PolicyConfig, TCGPolicy, policy_from_state
 
 
 def cpu_copy(state_dict: dict) -> dict:

@@ -23,7 +23,7 @@ from ..dist import Dist
 from ..env import TCGEnv, finished_games, game_of, rows_of
 from ..layout import ACTION_WIDTH
 from ..opponent_side import Origin
-from ..policy.tcg_sampler import TCGSampler
+from ..policy.family import Sampler
 from ..rng import stream_seed
 from .epoch import GameResult, LeagueEpoch
 from .exploiter import MainExploiter
@@ -210,7 +210,7 @@ class LeagueOpponents:
         results, self.results = self.results, []
         return results
 
-    def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: TCGSampler) -> None:
+    def end_epoch(self, epoch: int, global_step: int, policy: torch.nn.Module, sampler: Sampler) -> None:
         """The epoch's league work (rank 0's; epoch.py) on this epoch's results, then every
         rank receives its outcome (replication.py) and refreshes its pool and PFSP weights."""
         active = self.matchmaker.is_active(global_step)

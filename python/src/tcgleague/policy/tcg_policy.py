@@ -31,6 +31,7 @@ from ..engine import LAYOUT
 from ..layout import wide_features
 from ..recurrent import lstm_cell
 from .attention import EntityAttention
+from .family import strip_compile_prefix
 from .features import (
     DEFAULT_SCALE,
     EFFECT_SCALES,
@@ -358,26 +359,6 @@ class TCGPolicy(nn.Module):
 
 
 # ---- building and loading --------------------------------------------------------------------
-COMPILE_PREFIX = "_orig_mod."  # what torch.compile inserts into a wrapped module's state-dict keys
-
-
-def unwrap(module: nn.Module) -> nn.Module:
-    """The module itself when torch.compile wrapped it (OptimizedModule._orig_mod)."""
-    return getattr(module, "_orig_mod", module)
-
-
-def strip_compile_prefix(state_dict: dict) -> dict:
-    """A state dict with torch.compile's prefixes removed, wherever they occur in a key."""
-    return {k.replace(COMPILE_PREFIX, ""): v for k, v in state_dict.items()}
-
-
-def freeze(policy: nn.Module) -> nn.Module:
-    """Eval mode, no parameter gradients: a frozen league member or opponent never trains."""
-    policy.eval()
-    policy.requires_grad_(False)
-    return policy
-
-
 def build_policy(config: PolicyConfig, seed: int = 0) -> TCGPolicy:
     """A TCGPolicy initialised from `seed` without touching the global torch RNG (building a
     policy, e.g. loading a league member, must not move anybody else's random stream)."""

@@ -1,0 +1,72 @@
+"""What the learning stack asks of a policy family, whatever the game: the contract a game's
+policy and sampler keep (Emberfront's: `TCGPolicy`, `TCGSampler`), and the few module helpers
+every family shares.
+
+A `Policy` is a recurrent network over observation rows: `encode` a batch of rows, advance the
+LSTM a `step`, read the `value`. A `Sampler` turns the network's outputs at those rows into
+actions and their log-probabilities; it alone reads what the row says is legal (issue 42: the
+game as a plug-in), so the actors, the PPO loss and the frozen pool hold the two through this
+contract and nothing else."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+COMPILE_PREFIX = "_orig_mod."  # what torch.compile inserts into a wrapped module's state-dict keys
+
+
+class Policy(Protocol):
+    hidden_size: int
+    config: Any  # its architecture (a dataclass): members of one frozen pool share it
+
+    def encode(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Observation rows [n, ...] -> (the LSTM's input [n, d], what the sampler reads of each row)."""
+
+    def step(self, x: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor]) -> tuple:
+        """One LSTM step: (out [n, hidden], (h, c))."""
+
+    def value(self, out: torch.Tensor) -> torch.Tensor:
+        """V [n] from the LSTM's output."""
+
+
+class Sampler(Protocol):
+    def params_tensor(self, device: torch.device | None = None) -> torch.Tensor:
+        """The sampling parameters (temperatures, smoothing) as a tensor a rollout stores per step."""
+
+    def get_sampling_params(self) -> dict: ...
+
+    def set_sampling_params(self, **params: float) -> None: ...
+
+    def draw(self, n: int, generator: torch.Generator, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The uniform draws of n decisions (no RNG inside the compiled or vmapped step)."""
+
+    def draws_buffer(self, n: int, device: torch.device) -> torch.Tensor: ...
+
+    def sample_rows(self, policy, out, ent, obs, params=None, argmax: bool = False, uniforms=None) -> tuple:
+        """(actions [n, action_width], logprob [n], entropy [n]) at observation rows `obs`."""
+
+    def log_prob_entropy_rows(self, policy, out, ent, obs, actions, params=None) -> tuple:
+        """(logprob [n], entropy [n]) of `actions` taken at `obs`, under the math of `sample_rows`."""
+
+    def listed_log_probs(self, policy, out, ent, obs, params=None) -> torch.Tensor:
+        """log pi of every legal action of each row: [n, legal actions listed], -inf past its count."""
+
+
+def unwrap(module: nn.Module) -> nn.Module:
+    """The module itself when torch.compile wrapped it (OptimizedModule._orig_mod)."""
+    return getattr(module, "_orig_mod", module)
+
+
+def strip_compile_prefix(state_dict: dict) -> dict:
+    """A state dict with torch.compile's prefixes removed, wherever they occur in a key."""
+    return {k.replace(COMPILE_PREFIX, ""): v for k, v in state_dict.items()}
+
+
+def freeze(policy: nn.Module) -> nn.Module:
+    """Eval mode, no parameter gradients: a frozen league member or opponent never trains."""
+    policy.eval()
+    policy.requires_grad_(False)
+    return policy
