@@ -15,6 +15,7 @@ from tcgleague.layout import features, legal_from_obs
 from tcgleague.league.frozen_pool import FrozenPool, bucket_size
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy, build_policy
 from tcgleague.policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler
+from tcgleague.rows import RowFormat
 
 CPU = torch.device("cpu")
 ENV = TCGEnv(num_games=1)
@@ -45,7 +46,7 @@ def test_members_take_slots_and_rows_take_grid_positions():
     env = TCGEnv(num_games=20, seed=0)
     obs, _ = env.reset()
     assert [bucket_size(n, 16) for n in (0, 1, 8, 9, 16, 40)] == [0, 8, 8, 16, 16, 16]
-    pool = FrozenPool(env.num_agents, max_batch=16, device=CPU, capacity=2)
+    pool = FrozenPool(RowFormat.of(env), max_batch=16, device=CPU, capacity=2)
     policies = {m: small_policy(k) for k, m in enumerate("mno")}
     for m in "mn":
         pool.add(m, policies[m])
@@ -79,7 +80,7 @@ def test_members_take_slots_and_rows_take_grid_positions():
 def test_fixed_shapes_use_every_slot_and_only_grow_the_bucket():
     env = TCGEnv(num_games=40, seed=1)
     obs, _ = env.reset()
-    pool = FrozenPool(env.num_agents, max_batch=32, device=CPU, capacity=3, fixed_shapes=True)
+    pool = FrozenPool(RowFormat.of(env), max_batch=32, device=CPU, capacity=3, fixed_shapes=True)
     pool.add("m", small_policy(0))
     rows = np.flatnonzero(env.masks)
     routed(pool, {int(r): "m" for r in rows})
@@ -97,7 +98,7 @@ def test_the_stacked_call_equals_each_member_alone():
     env = TCGEnv(num_games=12, seed=3)
     obs, _ = env.reset()
     rows = np.flatnonzero(env.masks)[:12]
-    pool = FrozenPool(env.num_agents, max_batch=64, device=CPU, seed=5)
+    pool = FrozenPool(RowFormat.of(env), max_batch=64, device=CPU, seed=5)
     members = {"a": small_policy(1), "b": small_policy(2), "c": small_policy(3)}
     for m, policy in members.items():
         pool.add(m, policy, {"subaction_temperature": 0.5} if m == "b" else None)
@@ -123,7 +124,7 @@ def joint_setup(env, fixed_shapes=False, compile_mode=None):
     actor = PolicyActor(
         learner, TCGSampler(), env.num_agents, torch.Generator().manual_seed(4), compile_mode=compile_mode
     )
-    pool = FrozenPool(env.num_agents, max_batch=16, device=CPU, seed=6, capacity=3, fixed_shapes=fixed_shapes)
+    pool = FrozenPool(RowFormat.of(env), max_batch=16, device=CPU, seed=6, capacity=3, fixed_shapes=fixed_shapes)
     members = {"a": small_policy(1), "b": small_policy(2)}
     for m, policy in members.items():
         pool.add(m, policy)

@@ -22,7 +22,7 @@ from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.dist import SINGLE
 from tcgleague.env import TCGEnv
-from tcgleague.layout import DRAW
+from tcgleague.layout import ACTION_WIDTH, DRAW, OBS_BYTES
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.frozen_pool import FrozenPool
 from tcgleague.league.manager import STATE_FILE
@@ -36,6 +36,7 @@ from tcgleague.opponent_side import Origin
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
 from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
+from tcgleague.rows import RowFormat, rows_of
 from tcgleague.scoring import Tally
 from tcgleague.train import checkpoint_writer
 
@@ -45,6 +46,11 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def tcg_rows(games: int) -> RowFormat:
+    """Emberfront's rows for `games` games, without an env."""
+    return RowFormat(rows_of(games), OBS_BYTES, ACTION_WIDTH)
 
 
 def league_cfg(**kw) -> LeagueSection:
@@ -215,7 +221,7 @@ def test_not_yet_active_is_pure_selfplay():
     ingest_tiny(mgr, "m0")
     env = TCGEnv(num_games=6, seed=1)
     obs, _ = env.reset()
-    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
     league.start(global_step=0)
     rng = np.random.default_rng(0)
     actions = np.zeros((env.num_agents, 4), dtype=np.int32)
@@ -243,7 +249,7 @@ def test_matchups_change_only_at_episode_boundaries():
     ingest_tiny(mgr, "m1", seed=1)
     env = TCGEnv(num_games=8, seed=5)
     obs, _ = env.reset()
-    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=2, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=2, device=CPU, dist=SINGLE)
     league.start(global_step=0)
     mm = league.matchmaker
     rng = np.random.default_rng(1)
@@ -321,7 +327,7 @@ def _bot_league(cfg, games: int) -> tuple[LeagueOpponents, LeagueManager]:
     """A LeagueOpponents without an engine env (the random bot only) and "m0" in its pool."""
     mgr = LeagueManager(cfg, play=Scripted(), log=quiet)
     ingest_tiny(mgr, "m0")
-    league = LeagueOpponents(cfg, games, manager=mgr, seed=0, engine_env=None, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(cfg, tcg_rows(games), manager=mgr, seed=0, engine_env=None, device=CPU, dist=SINGLE)
     league.start(global_step=0)
     return league, mgr
 
@@ -388,7 +394,7 @@ def test_league_results_follow_the_winner_whatever_the_shaping():
     obs, _ = env.reset()
     league = LeagueOpponents(
         cfg,
-        env.num_games,
+        RowFormat.of(env),
         manager=LeagueManager(cfg, play=Scripted(), log=quiet),
         engine_env=env,
         seed=1,
@@ -437,11 +443,11 @@ def test_match_results_are_credited_to_the_right_player():
 
 # ---- the frozen pool --------------------------------------------------------------------------
 def test_opponent_state_reset_uses_row_indices():
-    empty = FrozenPool(num_rows=8, max_batch=16, device=CPU)
+    empty = FrozenPool(tcg_rows(4), max_batch=16, device=CPU)
     with pytest.raises(TypeError, match="boolean mask"):  # refused before any member too
         empty.reset_rows(np.ones(8, dtype=bool))
     policy, _ = tiny_policy()
-    pool = FrozenPool(num_rows=8, max_batch=16, device=CPU)
+    pool = FrozenPool(tcg_rows(4), max_batch=16, device=CPU)
     pool.add("m", policy)
     state = pool.state
     state.h.fill_(1.0)
@@ -789,7 +795,7 @@ def test_real_match_player_and_end_epoch(tmp_path):
     assert mgr.prepare(RANDOM, GREEDY, 4)() == mgr.prepare(RANDOM, GREEDY, 4)()  # seeded by the pair
     env = TCGEnv(num_games=4, seed=0)
     env.reset()
-    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
     league.start(0)
     policy, _ = tiny_policy()
     sampler = TCGSampler(subaction_temperature=0.7)
@@ -816,7 +822,7 @@ def test_real_match_player_and_end_epoch(tmp_path):
     } <= set(metrics)
     league.start(0)  # redraw, now with a member in the pool
     state = league.state_dict()
-    other = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=9, device=CPU, dist=SINGLE)
+    other = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=9, device=CPU, dist=SINGLE)
     other.load_state_dict(state, exact=True, log=quiet)
     assert other.matchmaker.opponent_ids() == league.matchmaker.opponent_ids()
     assert np.array_equal(other.matchmaker.learner_mask, league.matchmaker.learner_mask)
@@ -832,7 +838,7 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
     mgr.evaluate("m0")
     env = TCGEnv(num_games=4, seed=2)
     obs, _ = env.reset()
-    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=4, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=4, device=CPU, dist=SINGLE)
     league.start(global_step=0)
     assert set(league.matchmaker.opponent_ids()) == {"m0"}
     rng = np.random.default_rng(0)
@@ -846,7 +852,9 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
     state = league.state_dict()
     resumed_mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet)
     assert resumed_mgr.load()
-    resumed = LeagueOpponents(cfg, env.num_games, manager=resumed_mgr, engine_env=env, seed=99, device=CPU, dist=SINGLE)
+    resumed = LeagueOpponents(
+        cfg, RowFormat.of(env), manager=resumed_mgr, engine_env=env, seed=99, device=CPU, dist=SINGLE
+    )
     resumed.load_state_dict(state, exact=True, log=quiet)
     assert resumed.matchmaker.opponent_ids() == league.matchmaker.opponent_ids()
     assert np.array_equal(resumed.matchmaker.learner_mask, league.matchmaker.learner_mask)
@@ -857,7 +865,9 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
     a, b = league.act(obs, theirs), resumed.act(obs, theirs)
     assert len(theirs) and np.array_equal(a, b)  # same state, same RNG: same actions
     # without `exact` only the pool comes back: the running matchups are this side's own
-    inexact = LeagueOpponents(cfg, env.num_games, manager=resumed_mgr, engine_env=env, seed=99, device=CPU, dist=SINGLE)
+    inexact = LeagueOpponents(
+        cfg, RowFormat.of(env), manager=resumed_mgr, engine_env=env, seed=99, device=CPU, dist=SINGLE
+    )
     inexact.load_state_dict(state, exact=False, log=quiet)
     assert inexact.pool.ids() == ["m0"] and set(inexact.matchmaker.opponent_ids()) == {SELF}
 
@@ -872,7 +882,7 @@ def test_resume_with_a_running_game_vs_a_member_whose_file_is_gone(tmp_path):
         ingest_tiny(mgr, f"e{i}", epoch=i)
         mgr.evaluate(f"e{i}")
     assert mgr.pool_ids() == ["e0", "e2", "e3"] and list(mgr.store.retired) == ["e1"]
-    league = LeagueOpponents(cfg, 2, manager=mgr, seed=0, engine_env=None, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(cfg, tcg_rows(2), manager=mgr, seed=0, engine_env=None, device=CPU, dist=SINGLE)
     league.start(0)
     _force(league, ["e1", "e2"], seats=[0, 1])
     state = league.state_dict()
@@ -880,7 +890,7 @@ def test_resume_with_a_running_game_vs_a_member_whose_file_is_gone(tmp_path):
 
     def resumed() -> LeagueOpponents:
         manager = LeagueManager(cfg, tmp_path, play=Scripted(), log=quiet)
-        return LeagueOpponents(cfg, 2, manager=manager, seed=0, engine_env=None, device=CPU, dist=SINGLE)
+        return LeagueOpponents(cfg, tcg_rows(2), manager=manager, seed=0, engine_env=None, device=CPU, dist=SINGLE)
 
     with pytest.raises(CheckpointError, match=r"missing: e1 \("):
         resumed().load_state_dict(state, exact=True, log=quiet)

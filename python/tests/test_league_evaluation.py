@@ -25,6 +25,7 @@ from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.epoch import LeagueEpoch
 from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
+from tcgleague.rows import RowFormat
 from tcgleague.train import checkpoint_writer
 from test_league import CONFIGS, CPU, Scripted, ingest_tiny, league_cfg, quiet, tiny_policy
 
@@ -63,7 +64,7 @@ def epochs_of(mode: str, epochs: int, tmp_path: Path) -> LeagueManager:
     )
     mgr = LeagueManager(cfg, tmp_path / mode, seed=0, log=quiet, turn_cap=4, device=CPU)
     env = TCGEnv(num_games=4, seed=0)
-    league = LeagueOpponents(cfg, env.num_games, manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
     league.start(0)
     for epoch in range(1, epochs + 1):
         league.end_epoch(epoch, 100 * epoch, tiny_policy(seed=epoch)[0], SAMPLER)

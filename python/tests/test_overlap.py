@@ -16,8 +16,9 @@ from tcgleague.checkpoint import load_checkpoint
 from tcgleague.config import ConfigError, load_config
 from tcgleague.devices import env_parts
 from tcgleague.dist import weights_digest
-from tcgleague.env import TCGEnv, rows_of
+from tcgleague.env import TCGEnv
 from tcgleague.resume import ResumeOptions, apply_resume
+from tcgleague.rows import rows_of
 from tcgleague.train import checkpoint_writer
 from tcgleague.vecenv import GameParts, VecEnv
 

@@ -90,7 +90,7 @@ def build_opponents(
     )
     return LeagueOpponents(
         cfg.league,
-        env.num_games,
+        env.rows,
         manager,
         env.engine_env,
         seed=dist.rank_seed(cfg.base.seed),

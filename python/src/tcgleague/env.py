@@ -1,8 +1,8 @@
 """The Emberfront environment: a native PufferLib env over the C engine, and a PettingZoo
 AEC adapter for one game.
 
-Rows: `num_agents = rows_of(num_games)` (PufferLib's name for the row count; everything else
-in tcgleague says `num_rows`); row `seat_row(g, s)` = 2g + s is seat s of game g. Each step exactly one row
+Rows (rows.py, every game's contract): `num_agents = rows_of(num_games)` (PufferLib's name for the row
+count; everything else in tcgleague says `num_rows`); row `seat_row(g, s)` = 2g + s is seat s of game g. Each step exactly one row
 per game is active (`masks[row] = 1`); inactive rows' actions are ignored and their
 observations are not refreshed. A row's reward is what its seat earned since its previous
 decision; when a game ends both rows get `terminals` (or `truncations` at the turn cap) and
@@ -30,42 +30,12 @@ from .layout import (
     OBS_BYTES,
     OBS_SIZE,
     PASS,
-    ROWS_PER_GAME,
     features_np,
 )
+from .rows import game_of, rows_of, seat_of
 
 ACTION_TYPES = {v: k for k, v in LAYOUT["action_types"].items()}
 EPISODE_FIELDS = LAYOUT["episode_fields"]
-
-
-def rows_of(games):
-    """The row count of `games` games (an int), or both rows of each game of an index array,
-    seat 0's first: [2g0, 2g1, ..., 2g0 + 1, 2g1 + 1, ...]."""
-    if isinstance(games, (int, np.integer)):
-        return ROWS_PER_GAME * int(games)
-    return np.concatenate([seat_row(games, s) for s in range(ROWS_PER_GAME)])
-
-
-def seat_row(games, seat):
-    """The row of `seat` in each of `games` (seat may be an array of per-game seats)."""
-    return ROWS_PER_GAME * np.asarray(games) + seat
-
-
-def game_of(rows):
-    """The game of each row (or the game count of a row count)."""
-    if isinstance(rows, (int, np.integer)):
-        return int(rows) // ROWS_PER_GAME
-    return np.asarray(rows) // ROWS_PER_GAME
-
-
-def finished_games(terminals: np.ndarray, truncations: np.ndarray) -> np.ndarray:
-    """The games whose episode ended this step (both rows of a game end together), ascending."""
-    return np.flatnonzero(terminals[::ROWS_PER_GAME] | truncations[::ROWS_PER_GAME])
-
-
-def seat_of(rows) -> np.ndarray:
-    """The seat each row plays."""
-    return np.asarray(rows) % ROWS_PER_GAME
 
 
 def summarize_episodes(infos: list[dict]) -> dict:

@@ -24,7 +24,6 @@ OBS_SIZE: int = LAYOUT["obs_size"]  # features per row
 OBS_BYTES: int = LAYOUT["obs_bytes"]  # bytes per compact row, as the env writes it
 WIDE: int = LAYOUT["obs_wide_count"]  # the int16 features at the start of a compact row (int8 after)
 ACTION_WIDTH: int = LAYOUT["action_width"]  # (type, a, b, c)
-ROWS_PER_GAME = 2  # env rows per game, one per seat (env.rows_of / game_of turn games and rows into each other)
 MAX_LEGAL: int = LAYOUT["max_legal"]
 COUNT: int = LAYOUT["legal_count_offset"]  # how many legal tuples are valid
 LEGAL = slice(LAYOUT["legal_offset"], LAYOUT["legal_offset"] + MAX_LEGAL * ACTION_WIDTH)  # the tuples, flattened

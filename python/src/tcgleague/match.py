@@ -28,10 +28,11 @@ import torch
 
 from .actors import Actor, PolicyActor
 from .bots import BOTS, SCRIPTED, make_bot, random_actions
-from .env import TCGEnv, finished_games, game_of, rows_of, seat_of
+from .env import TCGEnv
 from .layout import ACTION_WIDTH, DEFAULT_TURN_CAP, DRAW, PASS
 from .policy.family import Policy, Sampler
 from .rng import stream_seed
+from .rows import finished_games, game_of, rows_of, seat_of
 from .scoring import Tally
 
 ActorFactory = Callable[[TCGEnv], Actor]  # one side of a match: makes its Actor for the runner's env

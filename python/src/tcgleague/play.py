@@ -25,12 +25,13 @@ from .bots import BOTS, make_bot
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .engine.cards import CardPool, load_card_pool
-from .env import TCGEnv, seat_of
+from .env import TCGEnv
 from .errors import ArgumentError, entry_point
 from .layout import ACTION_WIDTH, DRAW, legal_actions
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import policy_side
 from .rng import stream_seed
+from .rows import seat_of
 from .words import board_text, describe
 
 TOP_K = 3  # the agent's alternatives shown with its move

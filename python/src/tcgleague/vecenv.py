@@ -11,8 +11,8 @@ import numpy as np
 import pufferlib.vector
 import torch
 
-from .env import TCGEnv, game_of, rows_of
-from .rows import RowFormat
+from .env import TCGEnv
+from .rows import RowFormat, game_of, rows_of
 
 
 class VecEnv:
@@ -42,8 +42,7 @@ class VecEnv:
             self._env = None
         owner = self._env or self._vec
         self.num_rows = owner.num_agents  # PufferLib calls the row count num_agents
-        obs_bytes, action_width = owner.single_observation_space.shape[0], len(owner.single_action_space.nvec)
-        self.rows = RowFormat(self.num_rows, obs_bytes, action_width)  # what the learning stack sizes itself from
+        self.rows = RowFormat.of(owner)  # what the learning stack sizes itself from
         self.num_games = game_of(self.num_rows)  # all env objects' games together
         self.masks = np.zeros(self.num_rows, dtype=bool)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from ..engine.cards import CardDataError, deck_weights, load_card_pool
-from ..layout import ROWS_PER_GAME
+from ..rows import ROWS_PER_GAME
 from .sections import (
     ANNEALS,
     CHECKPOINT_UNITS,

@@ -33,11 +33,11 @@ from torch.func import functional_call, vmap
 
 from ..actors import PolicyStep
 from ..devices import mark_static
-from ..layout import ACTION_WIDTH
 from ..policy.family import Policy, freeze
 from ..policy.tcg_sampler import TCGSampler
 from ..recurrent import RowState
 from ..rng import restore_generator
+from ..rows import RowFormat
 from ..transfer import Traffic
 
 MIN_BUCKET = 8
@@ -78,7 +78,7 @@ class StackedSteps:
         h, c = h_all[grid_rows] * keep, c_all[grid_rows] * keep
         acts, _, _, _, h2, c2 = vmap(self.one_member)(weights, buffers, o, h, c, sampling, uniforms[at])
         merged = torch.cat([actions, actions[:1]])  # one spare row takes the padding's actions
-        merged[positions.reshape(-1)] = acts.reshape(-1, ACTION_WIDTH).to(merged.dtype)
+        merged[positions.reshape(-1)] = acts.reshape(-1, actions.shape[-1]).to(merged.dtype)
         return merged[:n], grid_rows, h2, c2
 
 
@@ -86,7 +86,7 @@ class FrozenPool:
     """The frozen members, as an Actor (`act`) and as the learner step's companion (`plan`,
     `inputs`, `settle`: see actors.PolicyActor.decide).
 
-    pool = FrozenPool(env.num_rows, cfg.league.opponent_batch, device, seed, member_of=who_plays_rows)
+    pool = FrozenPool(env.rows, cfg.league.opponent_batch, device, seed, member_of=who_plays_rows)
     pool.add("e000010", policy, sampling_params)
     actions[rows] = pool.act(obs, rows)   # one stacked call for every member
     pool.reset_rows(done_rows)            # at episode ends (row ids)
@@ -94,7 +94,7 @@ class FrozenPool:
 
     def __init__(
         self,
-        num_rows: int,
+        rows: RowFormat,
         max_batch: int,
         device: torch.device,
         seed: int = 0,
@@ -102,7 +102,8 @@ class FrozenPool:
         capacity: int = 4,
         fixed_shapes: bool = False,
     ):
-        self.num_rows, self.max_batch, self.capacity = int(num_rows), max(1, int(max_batch)), int(capacity)
+        self.num_rows, self.action_width = rows.num_rows, rows.action_width
+        self.max_batch, self.capacity = max(1, int(max_batch)), int(capacity)
         self.device, self.fixed_shapes = device, fixed_shapes
         self.seed = int(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
@@ -257,13 +258,13 @@ class FrozenPool:
         [num_rows, OBS_BYTES] (each played by a loaded member, per `member_of`)."""
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) == 0:
-            return np.zeros((0, ACTION_WIDTH), dtype=np.int32)
+            return np.zeros((0, self.action_width), dtype=np.int32)
         batch = np.unique(rows)
         self.plan(batch, batch)
         obs_up = torch.from_numpy(obs[batch]).to(self.device)
         rows_up = torch.from_numpy(batch).to(self.device)
         inputs = self.inputs(len(batch))
-        none = torch.zeros(len(batch), ACTION_WIDTH, dtype=torch.long, device=self.device)
+        none = torch.zeros(len(batch), self.action_width, dtype=torch.long, device=self.device)
         out = self.settle(*self.steps(obs_up, none, rows_up, *inputs), obs_up, rows_up, inputs)
         actions = out.cpu().numpy()
         self.traffic.add(obs_up.nbytes + rows_up.nbytes, actions.nbytes)

@@ -1,6 +1,6 @@
 """Matchmaking: who the learner plays in each game, drawn only at episode boundaries.
 
-Rows follow the env: row `seat_row(g, s)` is seat s of game g (env.py). A game is one of
+Rows follow the env: row `seat_row(g, s)` is seat s of game g (rows.py). A game is one of
     self    - learner vs the latest self: both rows are learner rows (plain self-play);
     bot     - learner vs "random" or "greedy": one learner row, one bot row;
     member  - learner vs a frozen pool member: one learner row, one frozen row;
@@ -27,7 +27,7 @@ import numpy as np
 
 from ..bots import BOTS
 from ..config import PFSP_WEIGHTINGS, LeagueSection
-from ..env import rows_of, seat_row
+from ..rows import rows_of, seat_row
 
 SELF, LEARNER = "self", "learner"  # the latest self as an opponent; the learner in the payoff
 EXPLOITER = "exploiter"  # the live main exploiter as an opponent

@@ -20,11 +20,11 @@ from ..checkpoint import CheckpointError
 from ..checkpoint.league_fields import league_field, running_league
 from ..config import LeagueSection
 from ..dist import Dist
-from ..env import TCGEnv, finished_games, game_of, rows_of
-from ..layout import ACTION_WIDTH
+from ..env import TCGEnv
 from ..opponent_side import Origin
 from ..policy.family import Sampler
 from ..rng import stream_seed
+from ..rows import RowFormat, finished_games, game_of, rows_of
 from .epoch import GameResult, LeagueEpoch
 from .exploiter import MainExploiter
 from .frozen_pool import SPARE_SLOTS, FrozenPool
@@ -62,7 +62,7 @@ class LeagueOpponents:
     def __init__(
         self,
         cfg: LeagueSection,
-        num_games: int,
+        rows: RowFormat,
         manager: LeagueManager,
         engine_env: TCGEnv | None,
         seed: int,
@@ -84,10 +84,12 @@ class LeagueOpponents:
         self.actors = dict(self.bots)  # who acts for which opponent id, besides the frozen pool
         if exploiter is not None:
             self.actors[EXPLOITER] = exploiter
-        self.matchmaker = Matchmaker(num_games, cfg, seed=seed, bots=tuple(self.bots), exploiter=exploiter is not None)
+        self.matchmaker = Matchmaker(
+            game_of(rows.num_rows), cfg, seed=seed, bots=tuple(self.bots), exploiter=exploiter is not None
+        )
         pool_seed = stream_seed(seed, "frozen_pool")
         self.pool = FrozenPool(
-            rows_of(num_games),
+            rows,
             cfg.opponent_batch,
             device,
             pool_seed,
@@ -129,7 +131,7 @@ class LeagueOpponents:
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """One batched call per bot, for the exploiter and for its snapshot, one stacked call for
         the frozen members (the trainer has them decide in its own step instead: `plan`)."""
-        out = np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
+        out = np.zeros((len(rows), self.pool.action_width), dtype=np.int32)
         self.clock.steps += 1
         if len(rows) == 0:
             return out

@@ -41,10 +41,11 @@ import torch
 
 from ..actors import Actor, PolicyActor
 from ..engine.cards import CardPool
-from ..env import TCGEnv, game_of, seat_of
+from ..env import TCGEnv
 from ..layout import legal_actions
 from ..lookahead import LookaheadActor
 from ..match import ActorFactory, Deal, GameRecord, MatchReport, deal_game, play_match
+from ..rows import game_of, seat_of
 from ..words import board_text, describe, entity_cards
 
 FORMAT, VERSION = "tcgleague-replays", 1
