@@ -49,11 +49,11 @@ def test_members_take_slots_and_rows_take_grid_positions():
     pool = FrozenPool(RowFormat.of(env), max_batch=16, device=CPU, capacity=2)
     policies = {m: small_policy(k) for k, m in enumerate("mno")}
     for m in "mn":
-        pool.add(m, policies[m])
+        pool.add(m, policies[m], TCGSampler())
     assert pool.slots == {"m": 0, "n": 1} and pool.capacity == 2
     assert all(p.requires_grad for p in policies["m"].parameters())  # copies: the caller's object is untouched
     assert not any(w.requires_grad for w in pool.weights.values())
-    pool.add("o", policies["o"])  # no free slot: the stacked weights double, the others are kept
+    pool.add("o", policies["o"], TCGSampler())  # no free slot: the stacked weights double, the others are kept
     assert pool.capacity == 4 and pool.slots["o"] == 2
     for m, slot in pool.slots.items():
         for name, p in policies[m].named_parameters():
@@ -71,17 +71,17 @@ def test_members_take_slots_and_rows_take_grid_positions():
     assert [g.shape for g in pool.grids] == [(1, 16), (1, 16)] and pool.forwards == 3
     env.step(actions)  # the members' actions are legal
     pool.remove("n")
-    pool.add("p", small_policy(7))
+    pool.add("p", small_policy(7), TCGSampler())
     assert pool.slots["p"] == 1  # the freed slot is taken again
     with pytest.raises(ValueError, match="share one architecture"):
-        pool.add("wide", TCGPolicy(PolicyConfig(n_cards=env.pool.n_cards, hidden_size=16)))
+        pool.add("wide", TCGPolicy(PolicyConfig(n_cards=env.pool.n_cards, hidden_size=16)), TCGSampler())
 
 
 def test_fixed_shapes_use_every_slot_and_only_grow_the_bucket():
     env = TCGEnv(num_games=40, seed=1)
     obs, _ = env.reset()
     pool = FrozenPool(RowFormat.of(env), max_batch=32, device=CPU, capacity=3, fixed_shapes=True)
-    pool.add("m", small_policy(0))
+    pool.add("m", small_policy(0), TCGSampler())
     rows = np.flatnonzero(env.masks)
     routed(pool, {int(r): "m" for r in rows})
     shapes = []
@@ -101,7 +101,7 @@ def test_the_stacked_call_equals_each_member_alone():
     pool = FrozenPool(RowFormat.of(env), max_batch=64, device=CPU, seed=5)
     members = {"a": small_policy(1), "b": small_policy(2), "c": small_policy(3)}
     for m, policy in members.items():
-        pool.add(m, policy, {"subaction_temperature": 0.5} if m == "b" else None)
+        pool.add(m, policy, TCGSampler.from_params({"subaction_temperature": 0.5} if m == "b" else None))
     groups = {"c": rows[[2, 4, 5, 7, 8, 10]], "a": rows[[0, 3, 6, 9, 11]], "b": rows[[1]]}
     routed(pool, {int(r): m for m, rs in groups.items() for r in rs})
     pool.state.h.normal_(generator=torch.Generator().manual_seed(0))
@@ -127,7 +127,7 @@ def joint_setup(env, fixed_shapes=False, compile_mode=None):
     pool = FrozenPool(RowFormat.of(env), max_batch=16, device=CPU, seed=6, capacity=3, fixed_shapes=fixed_shapes)
     members = {"a": small_policy(1), "b": small_policy(2)}
     for m, policy in members.items():
-        pool.add(m, policy)
+        pool.add(m, policy, TCGSampler())
     return actor, pool, members
 
 

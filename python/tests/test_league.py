@@ -448,7 +448,7 @@ def test_opponent_state_reset_uses_row_indices():
         empty.reset_rows(np.ones(8, dtype=bool))
     policy, _ = tiny_policy()
     pool = FrozenPool(tcg_rows(4), max_batch=16, device=CPU)
-    pool.add("m", policy)
+    pool.add("m", policy, TCGSampler())
     state = pool.state
     state.h.fill_(1.0)
     state.c.fill_(1.0)
@@ -475,8 +475,10 @@ def test_member_files_are_checkpoints_loaded_frozen(tmp_path):
     ckpt = load_checkpoint(store.file(member.path), log=quiet)
     assert (ckpt.global_step, ckpt.state["epoch"]) == (7, 3)
     assert ckpt.state["sampling_params"] == {"subaction_temperature": 0.5}
-    loaded, params = store.load("m")
-    assert params == {"subaction_temperature": 0.5} and not any(p.requires_grad for p in loaded.parameters())
+    loaded, sampler = store.load("m")
+    assert sampler.get_sampling_params()["subaction_temperature"] == 0.5 and not any(
+        p.requires_grad for p in loaded.parameters()
+    )
     assert all(torch.equal(a, b) for a, b in zip(loaded.state_dict().values(), policy.state_dict().values()))
 
 
@@ -747,9 +749,9 @@ def test_league_state_round_trip_and_bak_recovery(tmp_path):
     for name in mgr.ratings.ratings:
         assert (fresh.ratings.mu(name), fresh.ratings.sigma(name)) == (mgr.ratings.mu(name), mgr.ratings.sigma(name))
     assert fresh.payoff.table == mgr.payoff.table
-    policy, params = fresh.load_policy("e1")
+    policy, sampler = fresh.load_policy("e1")
     ref, _ = mgr.load_policy("e1")
-    assert params == {"smoothing_eps": 0.01}
+    assert sampler.get_sampling_params()["smoothing_eps"] == pytest.approx(0.01)
     assert all(torch.equal(a, b) for a, b in zip(policy.state_dict().values(), ref.state_dict().values()))
 
     # a torn / corrupt main file: load the .bak (the previous save) and say so
@@ -806,7 +808,7 @@ def test_real_match_player_and_end_epoch(tmp_path):
     assert decision["candidate"] == "e000002" and decision["promoted"]  # baseline gate 0: first champion
     assert mgr.champion == "e000002" and sum(decision["vs_baselines"][GREEDY]) == 4
     assert "e000002" in league.pool and league.matchmaker.pool == ["e000002"]
-    assert mgr.load_policy("e000002")[1] == sampler.get_sampling_params()
+    assert mgr.load_policy("e000002")[1].get_sampling_params() == sampler.get_sampling_params()
     assert mgr.prepare("e000002", RANDOM, 3)().games == 4
     assert (tmp_path / STATE_FILE).is_file() and logs
     metrics = league.metrics()

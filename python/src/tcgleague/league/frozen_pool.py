@@ -33,8 +33,7 @@ from torch.func import functional_call, vmap
 
 from ..actors import PolicyStep
 from ..devices import mark_static
-from ..policy.family import Policy, freeze
-from ..policy.tcg_sampler import TCGSampler
+from ..policy.family import Policy, Sampler, freeze
 from ..recurrent import RowState
 from ..rng import restore_generator
 from ..rows import RowFormat
@@ -87,7 +86,7 @@ class FrozenPool:
     `inputs`, `settle`: see actors.PolicyActor.decide).
 
     pool = FrozenPool(env.rows, cfg.league.opponent_batch, device, seed, member_of=who_plays_rows)
-    pool.add("e000010", policy, sampling_params)
+    pool.add("e000010", policy, sampler)
     actions[rows] = pool.act(obs, rows)   # one stacked call for every member
     pool.reset_rows(done_rows)            # at episode ends (row ids)
     """
@@ -108,7 +107,9 @@ class FrozenPool:
         self.seed = int(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.member_of = member_of  # env rows -> the member id playing each
-        self.sampler = TCGSampler()  # the members' sampling math and draws (each slot's parameters are in `sampling`)
+        self.sampler: Sampler | None = (
+            None  # the members' sampling math and draws: the first member's (each slot's parameters are in `sampling`)
+        )
         self.slots: dict[str, int] = {}  # member -> its slot in the stacked weights
         self.configs: dict[str, object] = {}  # member -> its policy config (one architecture)
         self.state: RowState | None = None  # per env row (+ a sink row), made by the first add
@@ -132,9 +133,10 @@ class FrozenPool:
         return list(self.slots)
 
     # ---- members ---------------------------------------------------------------------------
-    def add(self, member_id: str, policy: Policy, sampling_params: dict | None = None) -> None:
-        """Copies `policy`'s weights into a free slot (the caller's object is never moved to this
-        device). Every member must share one architecture, since their weights are stacked."""
+    def add(self, member_id: str, policy: Policy, sampler: Sampler) -> None:
+        """Copies `policy`'s weights and `sampler`'s parameters into a free slot (the caller's
+        objects are never moved to this device). Every member must share one architecture, since
+        their weights are stacked, and one policy family, whose sampling math the first one brings."""
         if self.configs:
             first_id, first = next(iter(self.configs.items()))
             if policy.config != first:
@@ -142,22 +144,24 @@ class FrozenPool:
                     f"frozen member {member_id!r} has policy config {policy.config}, unlike "
                     f"{first_id!r} ({first}); pool members must share one architecture"
                 )
+        if self.sampler is None:
+            self.sampler = sampler
         step = PolicyStep(freeze(copy.deepcopy(policy).to(self.device)), self.sampler)
         if self.steps is None:
             self.steps = StackedSteps(step)
             self.state = RowState(self.num_rows, policy.hidden_size, self.device, sink=True)
-            self._allocate(self.capacity, step)
+            self._allocate(self.capacity, step, len(sampler.params_tensor()))
         free = sorted(set(range(self.capacity)) - set(self.slots.values()))
         if not free:
             free = [self.capacity]
-            self._allocate(2 * self.capacity, step)
+            self._allocate(2 * self.capacity, step, self.sampling.shape[1])
         slot = free[0]
         for name, value in [*step.named_parameters(), *step.named_buffers()]:
             (self.weights if name in self.weights else self.buffers)[name][slot].copy_(value)
-        self.sampling[slot] = TCGSampler.from_params(sampling_params).params_tensor(self.device)
+        self.sampling[slot] = sampler.params_tensor(self.device)
         self.slots[member_id], self.configs[member_id] = slot, policy.config
 
-    def _allocate(self, capacity: int, step: PolicyStep) -> None:
+    def _allocate(self, capacity: int, step: PolicyStep, num_params: int) -> None:
         """Stacked tensors of `capacity` slots (the current ones copied in): new addresses, so a
         compiled step records once more. Grows by doubling, from the pool_size the league asked for."""
 
@@ -171,7 +175,7 @@ class FrozenPool:
 
         self.weights = stacked(step.named_parameters(), self.weights)
         self.buffers = stacked(step.named_buffers(), self.buffers)
-        sampling = torch.zeros(capacity, 3, device=self.device)
+        sampling = torch.zeros(capacity, num_params, device=self.device)
         if self.sampling is not None:
             sampling[: self.capacity] = self.sampling
         self.sampling, self.capacity = sampling, capacity

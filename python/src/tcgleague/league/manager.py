@@ -116,7 +116,7 @@ class LeagueManager:
         return member
 
     def load_policy(self, member_id: str):
-        """(frozen policy, sampling params) of a member (or a retiree: retired in the last round, or still played by a running game)."""
+        """(frozen policy, its sampler) of a member (or a retiree: retired in the last round, or still played by a running game)."""
         return self.store.load(member_id)
 
     def note_playing(self, member_ids: set[str]) -> None:

@@ -19,7 +19,6 @@ import torch
 
 from ..bots import BOTS
 from ..match import bot_side, play_match, policy_side
-from ..policy.tcg_sampler import TCGSampler
 from ..replay import record_match, replay_document, write_replays
 from ..rng import stream_seed
 from ..scoring import Tally
@@ -85,8 +84,8 @@ class MemberMatches:
     def side(self, member_id: str, seed: int):
         if member_id in BOTS:
             return bot_side(member_id, seed)
-        policy, params = self.store.load(member_id)
-        return policy_side(policy.to(self.device), TCGSampler.from_params(params), seed, name=member_id)
+        policy, sampler = self.store.load(member_id)
+        return policy_side(policy.to(self.device), sampler, seed, name=member_id)
 
     def recording(self, a: str, b: str) -> str | None:
         """Where a's match vs b is recorded, relative to the run directory; None when it is not."""

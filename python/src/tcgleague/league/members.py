@@ -28,6 +28,7 @@ from ..checkpoint import CheckpointError, load_checkpoint, save_policy
 from ..opponent_side import Origin
 from ..policy.family import freeze, strip_compile_prefix
 from ..policy.tcg_policy import PolicyConfig, TCGPolicy, policy_from_state
+from ..policy.tcg_sampler import TCGSampler
 
 
 def cpu_copy(state_dict: dict) -> dict:
@@ -69,7 +70,7 @@ class MemberStore:
         ] = {}  # the last round's retirees and those running games still play: id -> Member fields
         self.next_order = 0
         self._inline: dict[str, dict] = {}  # in-memory weights (no directory)
-        self._cache: dict[str, tuple[TCGPolicy, dict]] = {}
+        self._cache: dict[str, tuple[TCGPolicy, TCGSampler]] = {}
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
 
@@ -107,8 +108,8 @@ class MemberStore:
         self.members[member_id] = member
         return member
 
-    def load(self, member_id: str) -> tuple[TCGPolicy, dict]:
-        """(frozen policy, sampling params) of a member, or of a retiree (the last round's, or one
+    def load(self, member_id: str) -> tuple[TCGPolicy, TCGSampler]:
+        """(frozen policy, its sampler set to its sampling params) of a member, or of a retiree (the last round's, or one
         a running game still plays); cached while it is in the pool."""
         if member_id in self._cache:
             return self._cache[member_id]
@@ -120,10 +121,10 @@ class MemberStore:
             raise KeyError(f"{member_id!r} is not a league member (pool: {self.ids()})")
         if member.path is not None:
             loaded = load_checkpoint(self.file(member.path))
-            out = (freeze(loaded.policy), dict(loaded.state.get("sampling_params") or {}))
+            out = (freeze(loaded.policy), TCGSampler.from_params(loaded.state.get("sampling_params")))
         elif member_id in self._inline:
             policy = policy_from_state(self._inline[member_id], PolicyConfig.from_dict(member.policy_config))
-            out = (freeze(policy), dict(member.sampling_params))
+            out = (freeze(policy), TCGSampler.from_params(member.sampling_params))
         else:
             raise KeyError(f"retired in-memory member {member_id!r} is gone")
         if not retired:
