@@ -93,7 +93,9 @@ def test_an_overlapped_epoch_collects_exactly_batch_size_and_repeats_for_any_thr
     assert steps == [512, 1024]
     assert digest_after(2, *OVERLAP) == (one, steps), "a seeded overlapped run repeats"
     assert digest_after(2, *OVERLAP, "--env.num-threads", "2")[0] == one, "for any engine thread count"
-    assert digest_after(2)[0] != one, "the halves are another (equally valid) trajectory than the plain loop"
+    # Against the plain loop nothing is asserted: the halves draw in the same row order, so whether
+    # the trajectories differ depends only on whether this CPU's kernels round a half-size batch
+    # like a whole one (they differed on one machine and were equal bit for bit on another).
 
 
 def test_an_overlapped_league_run_with_the_exploiter_collects_its_batches():
