@@ -1,9 +1,9 @@
 """The Emberfront environment: a native PufferLib env over the C engine, and a PettingZoo
 AEC adapter for one game.
 
-Rows (rows.py, every game's contract): `num_agents = rows_of(num_games)` (PufferLib's name for the row
-count; everything else in tcgleague says `num_rows`); row `seat_row(g, s)` = 2g + s is seat s of game g. Each step exactly one row
-per game is active (`masks[row] = 1`); inactive rows' actions are ignored and their
+Rows (rows.py, every game's contract): `num_agents = rows_of(num_games)` (PufferLib's name for
+the row count; everything else in tcgleague says `num_rows`); row `seat_row(g, s)` = 2g + s is
+seat s of game g. Each step exactly one row per game is active (`masks[row] = 1`); inactive rows' actions are ignored and their
 observations are not refreshed. A row's reward is what its seat earned since its previous
 decision; when a game ends both rows get `terminals` (or `truncations` at the turn cap) and
 their final reward, and the game restarts itself.

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..rows import rows_of, seat_row
 from .rules import CALL, FOLD, NUM_ACTIONS, RAISE, SEATS, PokerRules
 
 
@@ -57,7 +58,7 @@ class IllegalActionError(ValueError):
 
 
 class PokerEnv:
-    """`num_games` games of one poker game, two rows per game (row 2g + s is seat s of game g).
+    """`num_games` games of one poker game, two rows per game (rows.py: row 2g + s is seat s of game g).
 
     `obs` ([rows, rules.obs_width] int8) is the env's own buffer, updated in place by `reset`,
     `step` and `set_deal`: copy it to keep one step's view. Nothing is dealt before `reset`."""
@@ -67,7 +68,7 @@ class PokerEnv:
             raise ValueError(f"num_games {num_games}: a PokerEnv needs at least one game")
         self.rules = rules
         self.num_games = num_games
-        self.num_rows = SEATS * num_games
+        self.num_rows = rows_of(num_games)
         self.obs = np.zeros((self.num_rows, rules.obs_width), dtype=np.int8)
         self.cards = np.zeros((num_games, rules.cards_dealt), dtype=np.int16)
         self.betting = Betting.empty(num_games)
@@ -93,7 +94,7 @@ class PokerEnv:
         actions = np.asarray(actions)
         if actions.shape != (self.num_rows,):
             raise ValueError(f"step takes one action per row: shape ({self.num_rows},), got {actions.shape}")
-        acting = SEATS * games + b.actor
+        acting = seat_row(games, b.actor)
         action = self.checked(actions[acting], acting)
         fold, call, raise_ = action == FOLD, action == CALL, action == RAISE
         facing = b.stakes > b.contrib[games, b.actor]
@@ -113,8 +114,8 @@ class PokerEnv:
         rewards = np.zeros(self.num_rows, dtype=np.float32)
         terminals = np.zeros(self.num_rows, dtype=bool)
         for seat in range(SEATS):
-            rewards[SEATS * episodes.games + seat] = episodes.returns[:, seat]
-            terminals[SEATS * episodes.games + seat] = True
+            rewards[seat_row(episodes.games, seat)] = episodes.returns[:, seat]
+            terminals[seat_row(episodes.games, seat)] = True
         self._deal(episodes.games)
         self._write_legal(games)
         return self.obs, rewards, terminals, self._no_truncations, episodes
@@ -134,7 +135,7 @@ class PokerEnv:
 
     def acting_rows(self) -> np.ndarray:
         """The row to act in each game."""
-        return SEATS * self._games + self.betting.actor
+        return seat_row(self._games, self.betting.actor)
 
     def checked(self, action: np.ndarray, acting: np.ndarray) -> np.ndarray:
         """The acting rows' actions, refused unless every one is legal in its row."""
@@ -186,7 +187,7 @@ class PokerEnv:
         b.stakes[games] = self.rules.ante
         b.contrib[games] = self.rules.ante
         for seat in range(SEATS):
-            rows = SEATS * games + seat
+            rows = seat_row(games, seat)
             self.obs[rows] = 0
             self.obs[rows, seat] = 1
             self.obs[rows, self.rules.private_offset + self.cards[games, seat]] = 1
@@ -197,7 +198,7 @@ class PokerEnv:
         b = self.betting
         column = self.rules.history_column(b.round[games], b.slot[games], raise_bit.astype(np.int16))
         for seat in range(SEATS):
-            self.obs[SEATS * games + seat, column] = 1
+            self.obs[seat_row(games, seat), column] = 1
 
     def _next_round(self, games: np.ndarray) -> None:
         """`games` into their next betting round, with the public card turned in both rows."""
@@ -207,7 +208,7 @@ class PokerEnv:
         b.round[games] += 1
         b.slot[games] = b.raises[games] = b.calls[games] = 0
         for seat in range(SEATS):
-            self.obs[SEATS * games + seat, self.rules.public_offset + self.cards[games, SEATS]] = 1
+            self.obs[seat_row(games, seat), self.rules.public_offset + self.cards[games, SEATS]] = 1
 
     def _settle(self, games: np.ndarray, fold: np.ndarray) -> Episodes:
         """Winners and returns of the `games` that ended: a fold gives the pot to the other
@@ -228,9 +229,8 @@ class PokerEnv:
         """The legal mask of `games`' acting rows (fold only facing a bet, raise while raises
         remain), and none on the rows waiting."""
         b, legal = self.betting, self.rules.legal_offset
-        acting = SEATS * games + b.actor[games]
-        self.obs[SEATS * games, legal:] = 0
-        self.obs[SEATS * games + 1, legal:] = 0
+        acting = seat_row(games, b.actor[games])
+        self.obs[rows_of(games), legal:] = 0
         self.obs[acting, legal + FOLD] = b.stakes[games] > b.contrib[games, b.actor[games]]
         self.obs[acting, legal + CALL] = 1
         self.obs[acting, legal + RAISE] = b.raises[games] < self.rules.max_raises

@@ -107,9 +107,8 @@ class FrozenPool:
         self.seed = int(seed)
         self.generator = torch.Generator(device=self.device).manual_seed(self.seed)
         self.member_of = member_of  # env rows -> the member id playing each
-        self.sampler: Sampler | None = (
-            None  # the members' sampling math and draws: the first member's (each slot's parameters are in `sampling`)
-        )
+        # the members' sampling math and draws: the first member's (each slot's parameters are in `sampling`)
+        self.sampler: Sampler | None = None
         self.slots: dict[str, int] = {}  # member -> its slot in the stacked weights
         self.configs: dict[str, object] = {}  # member -> its policy config (one architecture)
         self.state: RowState | None = None  # per env row (+ a sink row), made by the first add
@@ -150,18 +149,18 @@ class FrozenPool:
         if self.steps is None:
             self.steps = StackedSteps(step)
             self.state = RowState(self.num_rows, policy.hidden_size, self.device, sink=True)
-            self._allocate(self.capacity, step, len(sampler.params_tensor()))
+            self._allocate(self.capacity, step)
         free = sorted(set(range(self.capacity)) - set(self.slots.values()))
         if not free:
             free = [self.capacity]
-            self._allocate(2 * self.capacity, step, self.sampling.shape[1])
+            self._allocate(2 * self.capacity, step)
         slot = free[0]
         for name, value in [*step.named_parameters(), *step.named_buffers()]:
             (self.weights if name in self.weights else self.buffers)[name][slot].copy_(value)
         self.sampling[slot] = sampler.params_tensor(self.device)
         self.slots[member_id], self.configs[member_id] = slot, policy.config
 
-    def _allocate(self, capacity: int, step: PolicyStep, num_params: int) -> None:
+    def _allocate(self, capacity: int, step: PolicyStep) -> None:
         """Stacked tensors of `capacity` slots (the current ones copied in): new addresses, so a
         compiled step records once more. Grows by doubling, from the pool_size the league asked for."""
 
@@ -175,7 +174,7 @@ class FrozenPool:
 
         self.weights = stacked(step.named_parameters(), self.weights)
         self.buffers = stacked(step.named_buffers(), self.buffers)
-        sampling = torch.zeros(capacity, num_params, device=self.device)
+        sampling = torch.zeros(capacity, len(self.sampler.params_tensor()), device=self.device)
         if self.sampling is not None:
             sampling[: self.capacity] = self.sampling
         self.sampling, self.capacity = sampling, capacity

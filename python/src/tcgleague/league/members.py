@@ -109,8 +109,8 @@ class MemberStore:
         return member
 
     def load(self, member_id: str) -> tuple[TCGPolicy, TCGSampler]:
-        """(frozen policy, its sampler set to its sampling params) of a member, or of a retiree (the last round's, or one
-        a running game still plays); cached while it is in the pool."""
+        """(frozen policy, its sampler set to its sampling params) of a member, or of a retiree
+        (the last round's, or one a running game still plays); cached while it is in the pool."""
         if member_id in self._cache:
             return self._cache[member_id]
         member = self.members.get(member_id)
