@@ -33,8 +33,10 @@ from tcgleague.config import load_config
 from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
 from tcgleague.fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
+from tcgleague.games.rules import EMBERFRONT
 from tcgleague.league import LeagueManager
 from tcgleague.league.members import MemberStore
+from tcgleague.match import EMBERFRONT_RUNNER
 from tcgleague.policy import tcg_policy
 
 SMOKE = "configs/smoke.ini"
@@ -485,7 +487,12 @@ def test_missing_run_state_says_to_resume_without_the_optimizer(trained, tmp_pat
 
 def league_state(**changes) -> dict:
     cfg = load_config(SMOKE, [])
-    return dict(LeagueManager(cfg.league, None, device=torch.device("cpu")).state_dict(), **changes)
+    return dict(
+        LeagueManager(
+            cfg.league, None, device=torch.device("cpu"), runner=EMBERFRONT_RUNNER, game=EMBERFRONT
+        ).state_dict(),
+        **changes,
+    )
 
 
 @pytest.mark.parametrize("exact", [False, True], ids=["weights-only", "load-optimizer"])
@@ -785,7 +792,7 @@ def test_a_league_member_with_a_nan_weight_is_never_written(trained, tmp_path):
     put(("policy", W_NAN), with_nan)(state)
     weights = state["policy"]
     with pytest.raises(ValueError, match=f"field policy.{W_NAN}:"):
-        save_policy(tmp_path / "e000001.pt", weights, state["policy_config"], {}, 512, 1)
+        save_policy(tmp_path / "e000001.pt", weights, state["policy_config"], {}, 512, 1, EMBERFRONT)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -303,6 +303,7 @@ PROBE_VALUES = {
     ("base", "device"): "cuda:0" if torch.cuda.is_available() else "cpu",  # only usable devices pass
     ("train", "compile"): "true",
     ("env", "overlap"): "true",
+    ("env", "game"): "leduc",
     ("train", "precision"): "bf16",
     ("base", "experiments_dir"): "probe_experiments",
     ("env", "deck_pool"): "configs/decks.json",  # the pool file must exist and parse

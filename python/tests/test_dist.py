@@ -22,7 +22,9 @@ from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.devices import loss_compile_mode
 from tcgleague.dist import SINGLE, Dist, merge_rank_metrics, weights_digest
 from tcgleague.engine.cards import load_card_pool
+from tcgleague.games.rules import EMBERFRONT
 from tcgleague.league import LeagueManager
+from tcgleague.match import EMBERFRONT_RUNNER
 from tcgleague.policy.tcg_policy import PolicyConfig, build_policy
 from tcgleague.scoring import Tally
 
@@ -329,8 +331,17 @@ def test_rank_seeds_keep_rank_zero_on_the_base_seed_and_differ_per_rank():
 
 def test_a_replica_manager_holds_the_pool_in_memory_and_drops_retired_weights(tmp_path):
     cfg = LeagueSection(enable=True, pool_size=2, keep_recent=1, keep_old=0)
-    owner = LeagueManager(cfg, tmp_path / "league", play=lambda a, b, n: Tally(n, 0, 0), log=lambda m: None)
-    replica = LeagueManager(cfg, None, log=lambda m: None, device=torch.device("cpu"))
+    owner = LeagueManager(
+        cfg,
+        tmp_path / "league",
+        play=lambda a, b, n: Tally(n, 0, 0),
+        log=lambda m: None,
+        runner=EMBERFRONT_RUNNER,
+        game=EMBERFRONT,
+    )
+    replica = LeagueManager(
+        cfg, None, log=lambda m: None, device=torch.device("cpu"), runner=EMBERFRONT_RUNNER, game=EMBERFRONT
+    )
     arch = PolicyConfig(n_cards=load_card_pool().n_cards, hidden_size=16)
     sent: set[str] = set()
     for k in range(4):

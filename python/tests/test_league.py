@@ -16,12 +16,13 @@ import torch
 
 from tcgleague import train as train_cli
 from tcgleague.bench.__main__ import main as bench_main
-from tcgleague.bots import GREEDY, RANDOM, random_actions
+from tcgleague.bots import BOTS, GREEDY, RANDOM, random_actions, training_bots
 from tcgleague.build import build_trainer
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.dist import SINGLE
 from tcgleague.env import TCGEnv
+from tcgleague.games.rules import EMBERFRONT
 from tcgleague.layout import ACTION_WIDTH, DRAW, OBS_BYTES
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.frozen_pool import FrozenPool
@@ -31,7 +32,7 @@ from tcgleague.league.member_matches import MemberMatches
 from tcgleague.league.members import MemberStore
 from tcgleague.league.promotion import decide, retain_ids
 from tcgleague.league.ratings import Payoff, interleave
-from tcgleague.match import bot_side, play_match
+from tcgleague.match import EMBERFRONT_RUNNER, bot_side, play_match
 from tcgleague.opponent_side import Origin
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
 from tcgleague.policy.tcg_sampler import TCGSampler
@@ -185,7 +186,7 @@ def test_payoff_decay_math():
 # ---- matchmaking ------------------------------------------------------------------------------
 def test_matchmaker_shares_pfsp_and_seats():
     cfg = league_cfg(latest_ratio=0.6, bot_ratio=0.2)
-    mm = Matchmaker(20000, cfg, seed=3)
+    mm = Matchmaker(20000, cfg, BOTS, seed=3)
     mm.set_pool(["m0", "m1"], pfsp_weights([0.5, 0.0], "squared"))  # weights 0.25 : 1
     mm.reset(global_step=0)
     ids = np.array(mm.opponent_ids())
@@ -204,7 +205,7 @@ def test_matchmaker_shares_pfsp_and_seats():
     assert (mask[~selfplay, 1] == (mm.learner_seat[~selfplay] == 1)).all()
     assert list(mm.opponent_of_games(np.array([5, 0]))) == [ids[5], ids[0]]
     # an empty pool and no bots fall back to self-play
-    lonely = Matchmaker(1000, league_cfg(latest_ratio=0.0, bot_ratio=0.5), seed=0, bots=())
+    lonely = Matchmaker(1000, league_cfg(latest_ratio=0.0, bot_ratio=0.5), (), seed=0)
     lonely.reset(0)
     assert set(lonely.opponent_ids()) == {SELF}
     with pytest.raises(ValueError, match="reserved"):
@@ -217,11 +218,13 @@ def test_matchmaker_shares_pfsp_and_seats():
 
 def test_not_yet_active_is_pure_selfplay():
     cfg = league_cfg(activate_after_steps=10**12, latest_ratio=0.0, bot_ratio=0.5)
-    mgr = LeagueManager(cfg, play=Scripted(), log=quiet)
+    mgr = LeagueManager(cfg, play=Scripted(), log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     ingest_tiny(mgr, "m0")
     env = TCGEnv(num_games=6, seed=1)
     obs, _ = env.reset()
-    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(
+        cfg, RowFormat.of(env), manager=mgr, bots=training_bots(env, 0), seed=0, device=CPU, dist=SINGLE
+    )
     league.start(global_step=0)
     rng = np.random.default_rng(0)
     actions = np.zeros((env.num_agents, 4), dtype=np.int32)
@@ -244,12 +247,14 @@ def test_not_yet_active_is_pure_selfplay():
 
 def test_matchups_change_only_at_episode_boundaries():
     cfg = league_cfg(latest_ratio=0.25, bot_ratio=0.35, activate_after_steps=40, opponent_batch=4)
-    mgr = LeagueManager(cfg, play=Scripted(), log=quiet)
+    mgr = LeagueManager(cfg, play=Scripted(), log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     ingest_tiny(mgr, "m0", seed=0)
     ingest_tiny(mgr, "m1", seed=1)
     env = TCGEnv(num_games=8, seed=5)
     obs, _ = env.reset()
-    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=2, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(
+        cfg, RowFormat.of(env), manager=mgr, bots=training_bots(env, 2), seed=2, device=CPU, dist=SINGLE
+    )
     league.start(global_step=0)
     mm = league.matchmaker
     rng = np.random.default_rng(1)
@@ -325,9 +330,11 @@ def test_matchups_change_only_at_episode_boundaries():
 
 def _bot_league(cfg, games: int) -> tuple[LeagueOpponents, LeagueManager]:
     """A LeagueOpponents without an engine env (the random bot only) and "m0" in its pool."""
-    mgr = LeagueManager(cfg, play=Scripted(), log=quiet)
+    mgr = LeagueManager(cfg, play=Scripted(), log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     ingest_tiny(mgr, "m0")
-    league = LeagueOpponents(cfg, tcg_rows(games), manager=mgr, seed=0, engine_env=None, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(
+        cfg, tcg_rows(games), manager=mgr, seed=0, bots=training_bots(None, 0), device=CPU, dist=SINGLE
+    )
     league.start(global_step=0)
     return league, mgr
 
@@ -395,8 +402,8 @@ def test_league_results_follow_the_winner_whatever_the_shaping():
     league = LeagueOpponents(
         cfg,
         RowFormat.of(env),
-        manager=LeagueManager(cfg, play=Scripted(), log=quiet),
-        engine_env=env,
+        manager=LeagueManager(cfg, play=Scripted(), log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT),
+        bots=training_bots(env, 1),
         seed=1,
         device=CPU,
         dist=SINGLE,
@@ -436,7 +443,7 @@ def test_match_results_are_credited_to_the_right_player():
             assert row["games"] == 32 and (row["winrate"] > 0.6 if high else row["winrate"] < 0.4), seat
     # the manager's default player is the same runner, seen from its first argument
     store = MemberStore()
-    player = MemberMatches(store, CPU, seed=0)
+    player = MemberMatches(store, EMBERFRONT_RUNNER, CPU, seed=0)
     a, b = player.prepare(GREEDY, RANDOM, 32)(), player.prepare(RANDOM, GREEDY, 32)()
     assert a.games == b.games == 32 and a.winrate > 0.7 and b.winrate < 0.3
 
@@ -460,7 +467,7 @@ def test_opponent_state_reset_uses_row_indices():
     with pytest.raises(TypeError, match="boolean mask"):
         pool.reset_rows(mask)  # the seed-001 bug: a mask is not row ids
     with pytest.raises(TypeError, match="boolean mask"):
-        Matchmaker(4, league_cfg()).on_episode_end(np.array([True, False, False, True]), 0)
+        Matchmaker(4, league_cfg(), BOTS).on_episode_end(np.array([True, False, False, True]), 0)
     assert state.h[1].all() and state.h[2].all()
 
 
@@ -619,7 +626,7 @@ def test_weights_only_resume_of_a_league_run_keeps_member_ids_unique(tmp_path):
 def test_promotion_accepted_and_rejected_with_reasons():
     logs = []
     play = Scripted()
-    mgr = LeagueManager(league_cfg(), play=play, log=logs.append)
+    mgr = LeagueManager(league_cfg(), play=play, log=logs.append, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     ingest_tiny(mgr, "c1")
     play.results = {GREEDY: (26, 38, 0)}  # 26/64 = 0.41 vs greedy
     d = mgr.evaluate("c1")
@@ -679,7 +686,7 @@ def test_pool_retention():
 def test_manager_retention_keeps_champion_and_prunes_files_after_checkpoints(tmp_path):
     cfg = league_cfg(pool_size=4, keep_recent=1, keep_old=1)
     play = Scripted({GREEDY: (64, 0, 0)})
-    mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet)
+    mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     for i in range(10):
         ingest_tiny(mgr, f"e{i:02d}", epoch=i)
         if i == 0:
@@ -729,7 +736,7 @@ def _snapshot(mgr):
 def test_league_state_round_trip_and_bak_recovery(tmp_path):
     cfg = league_cfg()
     play = Scripted({GREEDY: (50, 10, 4)})
-    mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet)
+    mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     for i in range(3):
         ingest_tiny(mgr, f"e{i}", seed=i, epoch=i, sampling_params={"smoothing_eps": 0.01 * i})
         mgr.evaluate(f"e{i}")  # saves
@@ -742,7 +749,7 @@ def test_league_state_round_trip_and_bak_recovery(tmp_path):
     assert full != previous
     assert (tmp_path / STATE_FILE).is_file() and (tmp_path / (STATE_FILE + ".bak")).is_file()
 
-    fresh = LeagueManager(cfg, tmp_path, play=play, log=quiet)
+    fresh = LeagueManager(cfg, tmp_path, play=play, log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     assert fresh.load()
     assert _snapshot(fresh) == full
     assert fresh.pool_ids() == mgr.pool_ids() and fresh.champion == mgr.champion
@@ -757,11 +764,11 @@ def test_league_state_round_trip_and_bak_recovery(tmp_path):
     # a torn / corrupt main file: load the .bak (the previous save) and say so
     (tmp_path / STATE_FILE).write_text('{"version": 1, "members": [')
     logs = []
-    recovered = LeagueManager(cfg, tmp_path, play=play, log=logs.append)
+    recovered = LeagueManager(cfg, tmp_path, play=play, log=logs.append, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     assert recovered.load()
     assert _snapshot(recovered) == previous
     assert any("backup" in line for line in logs)
-    empty = LeagueManager(cfg, tmp_path / "none", play=play, log=quiet)
+    empty = LeagueManager(cfg, tmp_path / "none", play=play, log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     assert empty.load() is False
     # a state naming a member whose file is gone is refused, naming it, and changes nothing; a
     # resume that allows it drops the member (and says so)
@@ -777,7 +784,7 @@ def test_league_state_round_trip_and_bak_recovery(tmp_path):
     # both files unreadable: refused, naming both
     (tmp_path / (STATE_FILE + ".bak")).write_text("{")
     with pytest.raises(ValueError, match="no loadable league state"):
-        LeagueManager(cfg, tmp_path, play=play, log=quiet).load()
+        LeagueManager(cfg, tmp_path, play=play, log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT).load()
 
 
 # ---- real matches and the epoch hook ------------------------------------------------------------
@@ -791,13 +798,17 @@ def test_real_match_player_and_end_epoch(tmp_path):
         bot_ratio=0.5,
     )
     logs = []
-    mgr = LeagueManager(cfg, tmp_path, seed=0, log=logs.append, turn_cap=4, device=CPU)
+    mgr = LeagueManager(
+        cfg, tmp_path, seed=0, log=logs.append, turn_cap=4, device=CPU, runner=EMBERFRONT_RUNNER, game=EMBERFRONT
+    )
     assert isinstance(mgr.matches, MemberMatches)
     assert mgr.prepare(RANDOM, GREEDY, 5)().games == 6  # whole duplicate deals: 5 -> 6 games
     assert mgr.prepare(RANDOM, GREEDY, 4)() == mgr.prepare(RANDOM, GREEDY, 4)()  # seeded by the pair
     env = TCGEnv(num_games=4, seed=0)
     env.reset()
-    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(
+        cfg, RowFormat.of(env), manager=mgr, bots=training_bots(env, 0), seed=0, device=CPU, dist=SINGLE
+    )
     league.start(0)
     policy, _ = tiny_policy()
     sampler = TCGSampler(subaction_temperature=0.7)
@@ -824,7 +835,9 @@ def test_real_match_player_and_end_epoch(tmp_path):
     } <= set(metrics)
     league.start(0)  # redraw, now with a member in the pool
     state = league.state_dict()
-    other = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=9, device=CPU, dist=SINGLE)
+    other = LeagueOpponents(
+        cfg, RowFormat.of(env), manager=mgr, bots=training_bots(env, 9), seed=9, device=CPU, dist=SINGLE
+    )
     other.load_state_dict(state, exact=True, log=quiet)
     assert other.matchmaker.opponent_ids() == league.matchmaker.opponent_ids()
     assert np.array_equal(other.matchmaker.learner_mask, league.matchmaker.learner_mask)
@@ -835,12 +848,14 @@ def test_real_match_player_and_end_epoch(tmp_path):
 def test_resume_continues_running_frozen_games_exactly(tmp_path):
     cfg = league_cfg(latest_ratio=0.0, bot_ratio=0.0, opponent_batch=8)
     play = Scripted({GREEDY: (64, 0, 0)})
-    mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet)
+    mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     ingest_tiny(mgr, "m0", seed=3)
     mgr.evaluate("m0")
     env = TCGEnv(num_games=4, seed=2)
     obs, _ = env.reset()
-    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=4, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(
+        cfg, RowFormat.of(env), manager=mgr, bots=training_bots(env, 4), seed=4, device=CPU, dist=SINGLE
+    )
     league.start(global_step=0)
     assert set(league.matchmaker.opponent_ids()) == {"m0"}
     rng = np.random.default_rng(0)
@@ -852,10 +867,10 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
         obs, rewards, terminals, truncations, infos = env.step(actions)
         league.after_step(rewards, terminals, truncations, infos, step)
     state = league.state_dict()
-    resumed_mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet)
+    resumed_mgr = LeagueManager(cfg, tmp_path, play=play, log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     assert resumed_mgr.load()
     resumed = LeagueOpponents(
-        cfg, RowFormat.of(env), manager=resumed_mgr, engine_env=env, seed=99, device=CPU, dist=SINGLE
+        cfg, RowFormat.of(env), manager=resumed_mgr, bots=training_bots(env, 99), seed=99, device=CPU, dist=SINGLE
     )
     resumed.load_state_dict(state, exact=True, log=quiet)
     assert resumed.matchmaker.opponent_ids() == league.matchmaker.opponent_ids()
@@ -868,7 +883,7 @@ def test_resume_continues_running_frozen_games_exactly(tmp_path):
     assert len(theirs) and np.array_equal(a, b)  # same state, same RNG: same actions
     # without `exact` only the pool comes back: the running matchups are this side's own
     inexact = LeagueOpponents(
-        cfg, RowFormat.of(env), manager=resumed_mgr, engine_env=env, seed=99, device=CPU, dist=SINGLE
+        cfg, RowFormat.of(env), manager=resumed_mgr, bots=training_bots(env, 99), seed=99, device=CPU, dist=SINGLE
     )
     inexact.load_state_dict(state, exact=False, log=quiet)
     assert inexact.pool.ids() == ["m0"] and set(inexact.matchmaker.opponent_ids()) == {SELF}
@@ -879,20 +894,26 @@ def test_resume_with_a_running_game_vs_a_member_whose_file_is_gone(tmp_path):
     (the original run went on): the resume is refused, naming it; with the resume's
     allow_missing_members the game continues as self-play, with a warning, as documented."""
     cfg = league_cfg(pool_size=3, keep_recent=1, keep_old=1, latest_ratio=0.0, bot_ratio=0.0)
-    mgr = LeagueManager(cfg, tmp_path, play=Scripted({GREEDY: (64, 0, 0)}), log=quiet)
+    mgr = LeagueManager(
+        cfg, tmp_path, play=Scripted({GREEDY: (64, 0, 0)}), log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT
+    )
     for i in range(4):
         ingest_tiny(mgr, f"e{i}", epoch=i)
         mgr.evaluate(f"e{i}")
     assert mgr.pool_ids() == ["e0", "e2", "e3"] and list(mgr.store.retired) == ["e1"]
-    league = LeagueOpponents(cfg, tcg_rows(2), manager=mgr, seed=0, engine_env=None, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(
+        cfg, tcg_rows(2), manager=mgr, seed=0, bots=training_bots(None, 0), device=CPU, dist=SINGLE
+    )
     league.start(0)
     _force(league, ["e1", "e2"], seats=[0, 1])
     state = league.state_dict()
     mgr.store.file(mgr.store.retired["e1"]["path"]).unlink()
 
     def resumed() -> LeagueOpponents:
-        manager = LeagueManager(cfg, tmp_path, play=Scripted(), log=quiet)
-        return LeagueOpponents(cfg, tcg_rows(2), manager=manager, seed=0, engine_env=None, device=CPU, dist=SINGLE)
+        manager = LeagueManager(cfg, tmp_path, play=Scripted(), log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
+        return LeagueOpponents(
+            cfg, tcg_rows(2), manager=manager, seed=0, bots=training_bots(None, 0), device=CPU, dist=SINGLE
+        )
 
     with pytest.raises(CheckpointError, match=r"missing: e1 \("):
         resumed().load_state_dict(state, exact=True, log=quiet)

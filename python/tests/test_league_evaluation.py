@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from helpers.state_compare import assert_same
-from tcgleague.bots import GREEDY
+from tcgleague.bots import GREEDY, training_bots
 from tcgleague.build import build_trainer
 from tcgleague.checkpoint import FieldError, load_checkpoint
 from tcgleague.checkpoint.league_fields import pending_evaluation
@@ -21,8 +21,10 @@ from tcgleague.config import ConfigError, load_config
 from tcgleague.devices import league_evaluation
 from tcgleague.dist import SINGLE
 from tcgleague.env import TCGEnv
+from tcgleague.games.rules import EMBERFRONT
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.epoch import LeagueEpoch
+from tcgleague.match import EMBERFRONT_RUNNER
 from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.rows import RowFormat
@@ -62,9 +64,13 @@ def epochs_of(mode: str, epochs: int, tmp_path: Path) -> LeagueManager:
         verification_members=1,
         evaluation=mode,
     )
-    mgr = LeagueManager(cfg, tmp_path / mode, seed=0, log=quiet, turn_cap=4, device=CPU)
+    mgr = LeagueManager(
+        cfg, tmp_path / mode, seed=0, log=quiet, turn_cap=4, device=CPU, runner=EMBERFRONT_RUNNER, game=EMBERFRONT
+    )
     env = TCGEnv(num_games=4, seed=0)
-    league = LeagueOpponents(cfg, RowFormat.of(env), manager=mgr, engine_env=env, seed=0, device=CPU, dist=SINGLE)
+    league = LeagueOpponents(
+        cfg, RowFormat.of(env), manager=mgr, bots=training_bots(env, 0), seed=0, device=CPU, dist=SINGLE
+    )
     league.start(0)
     for epoch in range(1, epochs + 1):
         league.end_epoch(epoch, 100 * epoch, tiny_policy(seed=epoch)[0], SAMPLER)
@@ -92,7 +98,9 @@ def test_an_exception_of_the_worker_surfaces_at_the_join():
     def broken(a, b, games):
         raise RuntimeError(f"match {a} vs {b} failed")
 
-    mgr = LeagueManager(league_cfg(checkpoint_add_interval=1), play=broken, log=quiet)
+    mgr = LeagueManager(
+        league_cfg(checkpoint_add_interval=1), play=broken, log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT
+    )
     epoch = background_epoch(mgr)
     policy = tiny_policy()[0]
     epoch.run(1, 100, policy, SAMPLER, [], active=True)  # planned and handed over: no error yet
@@ -104,7 +112,9 @@ def test_an_exception_of_the_worker_surfaces_at_the_join():
 def test_results_vs_a_member_retired_before_the_apply_are_skipped():
     logs = []
     cfg = league_cfg(verification_members=1, baseline_min_winrate=0.0)
-    mgr = LeagueManager(cfg, play=Scripted({"m1": (0, 64, 0)}), log=logs.append)
+    mgr = LeagueManager(
+        cfg, play=Scripted({"m1": (0, 64, 0)}), log=logs.append, runner=EMBERFRONT_RUNNER, game=EMBERFRONT
+    )
     for k in range(3):
         ingest_tiny(mgr, f"m{k}", seed=k)
     mgr.champion = "m0"
@@ -129,7 +139,9 @@ def test_results_vs_a_member_retired_before_the_apply_are_skipped():
 def test_an_unloadable_member_of_a_resumed_plan_is_skipped_and_decides_nothing():
     logs = []
     cfg = league_cfg(eval_games=2, baseline_min_winrate=0.0)
-    mgr = LeagueManager(cfg, log=logs.append, turn_cap=4, device=CPU)  # real matches: sides loaded from the store
+    mgr = LeagueManager(
+        cfg, log=logs.append, turn_cap=4, device=CPU, runner=EMBERFRONT_RUNNER, game=EMBERFRONT
+    )  # real matches: sides loaded from the store
     ingest_tiny(mgr, "m0")
     opponents = [["champion", "gone"], ["baseline", GREEDY]]
     state = {"candidate": "m0", "champion": "gone", "epoch": 3, "opponents": opponents}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .layout import ACTION_WIDTH, legal_counts, legal_tuples
+from .rng import stream_seed
 
 RANDOM, GREEDY, LOOKAHEAD_GREEDY = "random", "greedy", "lookahead_greedy"
 BOTS = (RANDOM, GREEDY)  # the scripted opponents training meets (league, periodic evaluation), by name
@@ -81,6 +82,15 @@ class GreedyBot:
 
     def reset_rows(self, rows: np.ndarray) -> None:
         """Stateless."""
+
+
+def training_bots(env, seed: int) -> dict:
+    """The bots training meets (the league's), by name: random on its own stream, and greedy
+    where its engine is in process (`env`: the native backend's TCGEnv, else None)."""
+    bots = {RANDOM: RandomBot(stream_seed(seed, "league_random_bot"))}
+    if env is not None:
+        bots[GREEDY] = GreedyBot(env)
+    return bots
 
 
 def make_bot(name: str, env, seed: int = 0) -> RandomBot | GreedyBot:

@@ -1,4 +1,5 @@
-"""The one place a trainer is made from a config: env, policy, sampler, opponent side, trainer.
+"""The one place a trainer is made from a config: env, policy, sampler, opponent side, trainer,
+each of the config's game (game.py).
 
     trainer = build_trainer(cfg, run_dir, logger, dashboard)
 
@@ -11,18 +12,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from .config import Config, ConfigError
 from .devices import compile_mode_for, resolve_device
 from .dist import SINGLE, Dist
-from .env import TCGEnv
+from .game import game_of
 from .league import LeagueManager, LeagueOpponents
 from .league.exploiter import MainExploiter, exploiter_sizes
 from .learner import build_learner
 from .logger import Dashboard, RunLogger
 from .opponent_side import OpponentSide, SelfPlay
-from .policy.tcg_policy import PolicyConfig, build_policy
-from .policy.tcg_sampler import TCGSampler
 from .rng import seed_global, stream_seed
 from .trainer import Trainer
 from .vecenv import VecEnv
@@ -30,37 +30,21 @@ from .vecenv import VecEnv
 OpponentsFactory = Callable[[VecEnv, torch.device], OpponentSide]  # (the run's env, its device) -> its opponent side
 
 
-def env_kwargs(cfg: Config, seed: int) -> dict:
-    """The env of a run (`seed`: the rank's own, `Dist.rank_seed`)."""
-    return dict(
-        num_games=cfg.env.num_games,
-        seed=seed,
-        turn_cap=cfg.env.turn_cap,
-        reward_shaping=cfg.env.reward_shaping,
-        deck_pool=cfg.env.deck_pool or None,
-        num_threads=cfg.env.num_threads,
-    )
+def policy_config(cfg: Config):
+    """The architecture a run with this config builds (its game's policy family)."""
+    return game_of(cfg).policy_config(cfg)
 
 
-def policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
-    """The architecture a run with this config builds."""
-    p = cfg.policy
-    return PolicyConfig(
-        n_cards=n_cards,
-        card_embed_dim=p.card_embed_dim,
-        entity_dim=p.entity_dim,
-        hidden_size=p.hidden_size,
-        entity_attention_layers=p.entity_attention_layers,
-        legal_scorer_dim=p.legal_scorer_dim,
-        legal_effect_dim=p.legal_effect_dim,
-    )
+def build_policy(cfg: Config, seed: int) -> nn.Module:
+    """A fresh policy of the config's game and architecture, initialised from `seed`."""
+    return game_of(cfg).family.build(policy_config(cfg), seed)
 
 
 def build_exploiter(cfg: Config, env: VecEnv, device: torch.device) -> MainExploiter:
     """The league's main exploiter: the learner's architecture, its own initial weights and streams."""
     seed = stream_seed(cfg.base.seed, "exploiter")
-    policy = build_policy(policy_config(cfg, env.card_pool.n_cards), seed).to(device)
-    sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
+    policy = build_policy(cfg, seed).to(device)
+    sampler = game_of(cfg).sampler(cfg)
     sizes = exploiter_sizes(cfg.train, cfg.league)
     learner = build_learner(policy, sampler, cfg.train, sizes, env.rows, seed, device, "exploiter")
     return MainExploiter(learner, cfg.train, seed, cfg.league.exploiter_plays_snapshot)
@@ -72,7 +56,7 @@ def build_opponents(
     """Self-play, or the league (its state in <run_dir>/league/) with [league] enable. Under
     torchrun only rank 0's manager has a directory; the others hold its replica in memory."""
     if not cfg.league.enable:
-        return SelfPlay(env.num_rows)
+        return SelfPlay(env.rows)
     exploiter = None
     if cfg.league.exploiter_ratio > 0:
         if dist.enabled:
@@ -81,10 +65,13 @@ def build_opponents(
                 "exploiter_ratio = 0"
             )
         exploiter = build_exploiter(cfg, env, device)
+    game = game_of(cfg)
     manager = LeagueManager(
         cfg.league,
         Path(run_dir) / "league" if run_dir is not None and dist.is_main else None,
         seed=cfg.base.seed,
+        runner=game.runner,
+        game=game.name,
         turn_cap=cfg.env.turn_cap,
         device=device,
     )
@@ -92,7 +79,7 @@ def build_opponents(
         cfg.league,
         env.rows,
         manager,
-        env.engine_env,
+        game.runner.training_bots(env.engine_env, dist.rank_seed(cfg.base.seed)),
         seed=dist.rank_seed(cfg.base.seed),
         device=device,
         dist=dist,
@@ -121,10 +108,10 @@ def build_trainer(
         device = resolve_device(cfg.base.device, dist.local_rank if dist.enabled else None)
     if device.type == "cuda":
         torch.cuda.set_device(device)  # kernels, streams and events of this run all on that GPU
-    env = VecEnv(
-        TCGEnv, cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs(cfg, dist.rank_seed(cfg.base.seed))
-    )
-    policy = build_policy(policy_config(cfg, env.card_pool.n_cards), cfg.base.seed).to(device)
-    sampler = TCGSampler(primary_temperature=cfg.policy.primary_temperature)
+    game = game_of(cfg)
+    env_kwargs = game.env_kwargs(cfg, dist.rank_seed(cfg.base.seed))
+    env = VecEnv(game.env_class, cfg.vec.backend, cfg.vec.num_envs, cfg.vec.num_workers, env_kwargs)
+    policy = build_policy(cfg, cfg.base.seed).to(device)
     side = opponents(env, device) if opponents else build_opponents(cfg, env, run_dir, device, dist)
-    return Trainer(cfg, env, policy, sampler, side, device, logger, dashboard, dist)
+    evaluate = game.evaluation(cfg)
+    return Trainer(cfg, env, policy, game.sampler(cfg), side, evaluate, device, logger, dashboard, dist)

@@ -33,6 +33,7 @@ from .bots import SCRIPTED
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .errors import ArgumentError, entry_point, output_file, write_report
+from .games.rules import EMBERFRONT
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import ActorFactory, MatchRecorder, bot_side, play_match, policy_side
 from .replay import ReplayRecorder, replay_document, write_replays
@@ -94,7 +95,7 @@ def opponent_side(opponent: str, seed: int, strict: bool = False, log=print) -> 
         return bot_side(opponent, seed), info
     if not Path(opponent).is_file():
         raise CheckpointError(f"--opponent {opponent}: neither a bot ({', '.join(SCRIPTED)}) nor a checkpoint file")
-    other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log)
+    other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log, game=EMBERFRONT)
     side = policy_side(other.policy.eval(), checkpoint_sampler(other), seed, name=str(other.path))
     info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
     return side, info
@@ -275,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     output_file(args.json, "--json")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict)
+    loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict, game=EMBERFRONT)
     if args.wandb and not os.access(loaded.path.resolve().parent, os.W_OK):
         raise ArgumentError(f"--wandb: the checkpoint's directory {loaded.path.parent} is not writable")
     options = dict(

@@ -1,5 +1,5 @@
-"""`python -m tcgleague.exact TABLE.pt [--game leduc|kuhn] [--json OUT]`: the exact NashConv and
-exploitability of a Leduc or Kuhn poker policy, computed by OpenSpiel (the `[exact]` extra).
+"""`python -m tcgleague.exact CKPT|TABLE.pt [--game leduc|kuhn] [--json OUT]`: the exact NashConv
+and exploitability of a Leduc or Kuhn poker policy, computed by OpenSpiel (the `[exact]` extra).
 
 Why OpenSpiel: on these games the truth is computable, and a judge nobody here wrote settles
 whether a league buys robustness. A policy reaches it as a `StatePolicy` (OpenSpiel's decision
@@ -7,17 +7,19 @@ state -> probabilities of its legal action ids), from which `tabular_policy` fil
 `TabularPolicy`, one row per information state (12 in Kuhn, 936 in Leduc), and `measure` asks
 OpenSpiel's best responses for NashConv.
 
-Two policies plug in today:
+Three policies plug in:
 - a table, {information-state string: probabilities over OpenSpiel's action ids}, saved with
   `torch.save` as plain values (`load_table`, `table_policy`): what the command reads;
 - a policy over our env's rows (`rows_policy`): the acting seat's observation rows at each of its
-  decisions along the state's history, replayed in a `PokerEnv`. This is the seam for trained
-  recurrent policies: their checkpoints come with the game plug-in, and will run their LSTM
-  along those rows."""
+  decisions along the state's history, replayed in a `PokerEnv`;
+- a trained recurrent policy (`recurrent_policy`; a checkpoint of a `[env] game = leduc|kuhn`
+  run, the trainer's learner for `eval/exploitability`): its LSTM run along those rows, every
+  information state in one batch."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -25,14 +27,17 @@ from pathlib import Path
 
 import numpy as np
 import pyspiel
+import torch
 from open_spiel.python import policy as openspiel_policy
 from open_spiel.python.algorithms import exploitability
 
-from .checkpoint.files import read_state, verify_archive
+from .checkpoint.deployed import checkpoint_sampler
+from .checkpoint.files import load_checkpoint, read_state, verify_archive
 from .errors import UserInputError, entry_point, output_file, write_report
 from .games.openspiel import openspiel_action, our_action
 from .games.poker import PokerEnv
-from .games.rules import GAMES, NUM_ACTIONS, PokerRules
+from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS, PokerRules
+from .policy.family import Policy, Sampler, freeze
 
 StatePolicy = Callable[[pyspiel.State], Mapping[int, float]]
 """OpenSpiel's view of a policy: a decision state -> the probability of each legal action id."""
@@ -168,19 +173,100 @@ def rows_policy(rules: PokerRules, policy: RowsPolicy) -> StatePolicy:
     return probabilities
 
 
+# -- a trained recurrent policy ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecisionSequences:
+    """Every information state of a game with the rows its player saw at its decisions so far:
+    what a recurrent policy runs its LSTM along to reach that state."""
+
+    keys: list[str]
+    """information-state strings, in OpenSpiel's TabularPolicy order"""
+    rows: np.ndarray
+    """[states, longest, obs_width] uint8, zero past each state's length"""
+    lengths: np.ndarray
+    """decisions of each state's player up to and including this one"""
+
+
+@functools.cache
+def decision_sequences(rules: PokerRules) -> DecisionSequences:
+    states = openspiel_policy.TabularPolicy(openspiel_game(rules)).states
+    seqs = [decision_rows(rules, state) for state in states]
+    rows = np.zeros((len(seqs), max(map(len, seqs)), rules.obs_width), dtype=np.uint8)
+    for i, seq in enumerate(seqs):
+        rows[i, : len(seq)] = seq
+    keys = [state.information_state_string() for state in states]
+    return DecisionSequences(keys, rows, np.array([len(seq) for seq in seqs]))
+
+
+@torch.no_grad()
+def recurrent_policy(rules: PokerRules, policy: Policy, sampler: Sampler) -> StatePolicy:
+    """OpenSpiel's view of a recurrent policy over our rows (a trained checkpoint's, the trainer's
+    learner): its LSTM run from a zero state along each information state's rows, every state in
+    one batch, and the sampler's probabilities at the last row (its current parameters)."""
+    seqs = decision_sequences(rules)
+    device = next(policy.parameters()).device
+    rows = torch.from_numpy(seqs.rows).to(device)
+    last_step = torch.from_numpy(seqs.lengths - 1).to(device)
+    h = torch.zeros(len(rows), policy.hidden_size, device=device)
+    c, last = torch.zeros_like(h), torch.zeros_like(h)
+    for t in range(rows.shape[1]):
+        x, _ = policy.encode(rows[:, t])
+        out, (h, c) = policy.step(x, (h, c))
+        last = torch.where((last_step == t)[:, None], out, last)
+    final = rows[torch.arange(len(rows), device=device), last_step]
+    _, ent = policy.encode(final)
+    probabilities = sampler.listed_log_probs(policy, last, ent, final).exp().cpu().numpy()
+    legal = final[:, rules.legal_offset :].cpu().numpy()
+    table = {key: (legal[i], probabilities[i]) for i, key in enumerate(seqs.keys)}
+
+    def at(state: pyspiel.State) -> dict[int, float]:
+        mask, p = table[state.information_state_string()]
+        return {openspiel_action(rules, mask, a): float(p[a]) for a in range(NUM_ACTIONS) if mask[a]}
+
+    return at
+
+
+def policy_exploitability(rules: PokerRules, policy: Policy, sampler: Sampler) -> Exploitability:
+    """The exact exploitability of a recurrent policy (at the sampler's current parameters)."""
+    return measure(rules, recurrent_policy(rules, policy, sampler))
+
+
 @entry_point("exact")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tcgleague.exact", description=__doc__.split("\n\n")[0])
-    p.add_argument("table", type=Path, help="a policy table: {information-state string: [probability per action id]}")
-    p.add_argument("--game", choices=sorted(GAMES), default="leduc", help="the game the table plays (default: leduc)")
+    p.add_argument(
+        "policy",
+        type=Path,
+        help="a Leduc or Kuhn checkpoint (train.py's, a league member's), or a policy table: "
+        "{information-state string: [probability per action id]}",
+    )
+    p.add_argument("--game", choices=sorted(GAMES), help="the game a table plays (default: leduc; a checkpoint says)")
     p.add_argument("--json", type=Path, metavar="OUT", help="write the figures to this JSON file")
     args = p.parse_args(argv)
     output_file(args.json, "--json")
-    rules = GAMES[args.game]
-    result = measure(rules, table_policy(load_table(args.table)))
-    print(f"{rules.name}: NashConv {result.nash_conv:.6f}, exploitability {result.exploitability:.6f} (chips per game)")
+    verify_archive(args.policy)
+    if "policy_config" in read_state(args.policy):
+        result = checkpoint_exploitability(args.policy, args.game)
+    else:
+        result = measure(GAMES[args.game or "leduc"], table_policy(load_table(args.policy)))
+    print(
+        f"{result.game}: NashConv {result.nash_conv:.6f}, exploitability {result.exploitability:.6f} (chips per game)"
+    )
     write_report(args.json, asdict(result))
     return 0
+
+
+def checkpoint_exploitability(path: Path, game: str | None = None) -> Exploitability:
+    """A checkpoint's policy, at the sampler it was saved with, judged exactly."""
+    loaded = load_checkpoint(path)
+    played = (loaded.state.get("fingerprint") or {}).get("game", EMBERFRONT)
+    if played not in GAMES or (game is not None and game != played):
+        raise UserInputError(
+            f"checkpoint {path} plays {played}; the exact judge takes {game or ' or '.join(sorted(GAMES))} checkpoints"
+        )
+    return policy_exploitability(GAMES[played], freeze(loaded.policy), checkpoint_sampler(loaded))
 
 
 if __name__ == "__main__":

@@ -6,8 +6,9 @@
   means a resumed run may not behave like the one that wrote the checkpoint (a sampler or
   scheduler change can make an old checkpoint collapse on resume), so resume warns, and refuses
   under --resume-strict.
-- `obs_layout_hash` / `action_space_hash`: from the engine's exported LAYOUT. A different
-  observation layout or action space makes the weights meaningless: always refused.
+- `game` (`[env] game`; none stored: Emberfront), `obs_layout_hash` / `action_space_hash`: from
+  the engine's exported LAYOUT, or a poker game's rules and row. A different game, observation
+  layout or action space makes the weights meaningless: always refused.
 - `config_hash`: of the whole run configuration (informational).
 - `versions`: tcgleague, torch, python, numpy.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +26,7 @@ import torch
 
 from . import __version__
 from .engine import LAYOUT
+from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Behaviour-defining sources, relative to the package directory (globs allowed).
@@ -43,6 +46,8 @@ SOURCE_PATTERNS = (
     "rollout.py",
     "transfer.py",
     "ppo.py",
+    "policy/flat.py",
+    "games/*.py",
 )
 ACTION_SPACE_KEYS = (
     "n_action_types",
@@ -87,8 +92,11 @@ def source_hashes() -> dict[str, str]:
     return dict(_SOURCES_AT_IMPORT)
 
 
-def obs_layout_hash() -> str:
-    """Every observation offset, size and enum the engine exports (the whole LAYOUT)."""
+def obs_layout_hash(game: str = EMBERFRONT) -> str:
+    """Every observation offset, size and enum the engine exports (the whole LAYOUT), or a poker
+    game's rules and the width of its row."""
+    if game in GAMES:
+        return _json_hash({**asdict(GAMES[game]), "obs_width": GAMES[game].obs_width})
     return _json_hash(LAYOUT)
 
 
@@ -101,7 +109,9 @@ CONVERTIBLE_LAYOUTS = {
 }
 
 
-def action_space_hash() -> str:
+def action_space_hash(game: str = EMBERFRONT) -> str:
+    if game in GAMES:
+        return _json_hash({"game": game, "num_actions": NUM_ACTIONS})
     return _json_hash({k: LAYOUT[k] for k in ACTION_SPACE_KEYS})
 
 
@@ -118,11 +128,19 @@ def versions() -> dict[str, str]:
     }
 
 
-def compute_fingerprint(config_dict: dict | None = None) -> dict:
+def game_of_config(config_dict: dict | None) -> str:
+    """The game a run's config dict plays (`[env] game`; an older config names none: Emberfront)."""
+    return ((config_dict or {}).get("env") or {}).get("game", EMBERFRONT)
+
+
+def compute_fingerprint(config_dict: dict | None = None, game: str | None = None) -> dict:
+    """`game`: the game, where no config dict says it (a league member's file)."""
+    game = game or game_of_config(config_dict)
     return {
+        "game": game,
         "source_hashes": source_hashes(),
-        "obs_layout_hash": obs_layout_hash(),
-        "action_space_hash": action_space_hash(),
+        "obs_layout_hash": obs_layout_hash(game),
+        "action_space_hash": action_space_hash(game),
         "config_hash": config_hash(config_dict) if config_dict is not None else None,
         "versions": versions(),
     }

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from .actors import Actor, PolicyActor
-from .bots import BOTS, SCRIPTED, make_bot, random_actions
+from .bots import BOTS, GREEDY, SCRIPTED, RandomBot, make_bot, training_bots
 from .env import TCGEnv
-from .layout import ACTION_WIDTH, DEFAULT_TURN_CAP, DRAW, PASS
+from .layout import DEFAULT_TURN_CAP, DRAW, PASS
 from .policy.family import Policy, Sampler
 from .rng import stream_seed
 from .rows import finished_games, game_of, rows_of, seat_of
@@ -99,6 +99,7 @@ class GameRecord:
     decisions: int
     turns: int
     truncated: bool
+    reward: float  # the learner's return (Emberfront: +1 / 0 / -1; poker: chips)
 
 
 def _tally(records: list[GameRecord]) -> Tally:
@@ -148,6 +149,11 @@ class MatchReport:
     def mean_length(self) -> float:
         """Mean decisions per game (both seats)."""
         return float(np.mean([r.decisions for r in self.records])) if self.records else 0.0
+
+    @property
+    def reward_per_game(self) -> float:
+        """The learner's mean return (poker: chips per game)."""
+        return float(np.mean([r.reward for r in self.records])) if self.records else 0.0
 
     @property
     def entropy(self) -> float:
@@ -202,7 +208,61 @@ class MatchRecorder(Protocol):
     def game_ended(self, slot: int, record: GameRecord) -> None: ...
 
 
-@torch.no_grad()
+class Table(Protocol):
+    """A game's part of a match (the runner's loop is every game's): its env, its deals, how a
+    deal starts in an env game slot (as dealt, or with the seats' hands exchanged), what a
+    finished game's record says, and who plays the slots left idle at the end."""
+
+    noop_action_type: int
+
+    def make_env(self, num_games: int, seed: int): ...
+
+    def deals(self, env, n: int, seed: int) -> list: ...
+
+    def deal(self, env, slot: int, deal, swapped: bool) -> None: ...
+
+    def outcome(self, env, seat: int, info: dict) -> dict:
+        """A finished game's GameRecord fields from seat `seat`'s side (all but deal, swapped, seat)."""
+
+    def filler(self, seed: int) -> Actor: ...
+
+
+class EmberfrontTable:
+    """Emberfront's part of a match: deals are (game seed, deck X, deck Y), both decks drawn
+    uniformly from the starter decks (or always the pair `decks`), games capped at `turn_cap`."""
+
+    noop_action_type = PASS
+
+    def __init__(self, turn_cap: int = DEFAULT_TURN_CAP, decks: tuple[int, int] | None = None):
+        self.turn_cap, self.decks = turn_cap, decks
+
+    def make_env(self, num_games: int, seed: int) -> TCGEnv:
+        return TCGEnv(num_games=num_games, seed=seed, turn_cap=self.turn_cap)
+
+    def deals(self, env: TCGEnv, n: int, seed: int) -> list[Deal]:
+        return make_deals(n, seed, len(env.pool.deck_names), self.decks)
+
+    def deal(self, env: TCGEnv, slot: int, deal: Deal, swapped: bool) -> None:
+        deal_game(env, slot, deal, swapped)
+
+    def outcome(self, env: TCGEnv, seat: int, info: dict) -> dict:
+        names, winner = env.pool.deck_names, info["winner"]
+        result = 0 if winner == DRAW else (1 if winner == seat else -1)
+        return dict(
+            deck=names[info[f"deck{seat}"]],
+            opp_deck=names[info[f"deck{1 - seat}"]],
+            went_first=info["first_player"] == seat,
+            result=result,
+            decisions=int(info["decisions"]),
+            turns=int(info["turns"]),
+            truncated=bool(info["truncated"]),
+            reward=float(result),
+        )
+
+    def filler(self, seed: int) -> Actor:
+        return RandomBot(stream_seed(seed, "match_filler"))
+
+
 def play_match(
     learner: ActorFactory,
     opponent: ActorFactory,
@@ -213,20 +273,30 @@ def play_match(
     decks: tuple[int, int] | None = None,
     recorder: MatchRecorder | None = None,
 ) -> MatchReport:
+    """An Emberfront match (`play_duplicate` on `EmberfrontTable(turn_cap, decks)`)."""
+    return play_duplicate(EmberfrontTable(turn_cap, decks), learner, opponent, episodes, seed, parallel, recorder)
+
+
+@torch.no_grad()
+def play_duplicate(
+    table: Table,
+    learner: ActorFactory,
+    opponent: ActorFactory,
+    episodes: int,
+    seed: int,
+    parallel: int = 256,
+    recorder: MatchRecorder | None = None,
+) -> MatchReport:
     """Plays `episodes` games (rounded up to whole deals of two) of `learner` vs `opponent` in
-    the duplicate format, `parallel` games at a time; the report is from the learner's side.
-    Deals draw both decks uniformly from the starter decks, or always use the pair `decks`.
-    A `recorder` is told about every game and decision (replay.record)."""
+    the duplicate format on `table`'s game, `parallel` games at a time; the report is from the
+    learner's side. A `recorder` is told about every game and decision (replay.record)."""
     n_deals = max(1, math.ceil(episodes / 2))
-    env = TCGEnv(num_games=max(1, min(parallel, 2 * n_deals)), seed=seed, turn_cap=turn_cap)  # a deal is two games
-    deals = make_deals(n_deals, seed, len(env.pool.deck_names), decks)
-    names = env.pool.deck_names
+    env = table.make_env(max(1, min(parallel, 2 * n_deals)), seed)  # a deal is two games
+    deals = table.deals(env, n_deals, seed)
     # schedule: (deal, swapped, learner seat); the learner keeps its seat within a deal
     schedule = [(k, swapped, k % 2) for k in range(n_deals) for swapped in (False, True)]
     obs, _ = env.reset(seed)
-    mine_actor, their_actor = learner(env), opponent(env)
-    # idle slots (schedule exhausted) play random moves
-    filler = np.random.default_rng(stream_seed(seed, "match_filler"))
+    mine_actor, their_actor, filler = learner(env), opponent(env), table.filler(seed)  # idle slots: the filler
     slot_game = np.full(env.num_games, -1, dtype=np.int64)
     learner_seat = np.zeros(env.num_games, dtype=np.int64)
     report = MatchReport(getattr(their_actor, "name", "opponent"))
@@ -242,7 +312,7 @@ def play_match(
             slot_game[slot] = -1
             return
         k, swapped, seat = schedule[next_index]
-        deal_game(env, slot, deals[k], swapped)
+        table.deal(env, slot, deals[k], swapped)
         if recorder is not None:
             recorder.game_started(slot, next_index, deals[k], swapped)
         slot_game[slot], learner_seat[slot] = next_index, seat
@@ -250,7 +320,7 @@ def play_match(
 
     for slot in range(env.num_games):
         assign(slot)
-    actions = np.zeros((env.num_agents, ACTION_WIDTH), dtype=np.int32)
+    actions = np.zeros((env.num_agents, len(env.single_action_space.nvec)), dtype=np.int32)
     while (slot_game >= 0).any():
         active = np.flatnonzero(env.masks)
         game = game_of(active)
@@ -260,7 +330,7 @@ def play_match(
         if len(mine):
             actions[mine] = mine_actor.act(obs, mine)
             report.learner_decisions += len(mine)
-            report.noops += int((actions[mine, 0] == PASS).sum())
+            report.noops += int((actions[mine, 0] == table.noop_action_type).sum())
             if recorder is not None:
                 recorder.decided(env, obs, mine, actions[mine], mine_actor)
         if len(theirs):
@@ -268,16 +338,18 @@ def play_match(
             if recorder is not None:
                 recorder.decided(env, obs, theirs, actions[theirs], their_actor)
         if len(idle):
-            actions[idle] = random_actions(obs, filler, idle)
+            actions[idle] = filler.act(obs, idle)
         obs, _, terminals, truncations, infos = env.step(actions)
         done = finished_games(terminals, truncations)
         if len(infos) != len(done):
             raise RuntimeError(f"match lost episode records ({len(infos)} for {len(done)} finished games)")
         for slot, info in zip(done, infos):
             if slot_game[slot] >= 0:
-                report.records.append(_record(schedule[slot_game[slot]], info, names))
+                k, swapped, seat = schedule[slot_game[slot]]
+                record = GameRecord(k, swapped, seat, **table.outcome(env, seat, info))
+                report.records.append(record)
                 if recorder is not None:
-                    recorder.game_ended(int(slot), report.records[-1])
+                    recorder.game_ended(int(slot), record)
             assign(int(slot))
     entropy_sum = getattr(mine_actor, "entropy_sum", None)  # a policy's (searching or not); bots have none
     if entropy_sum is not None:
@@ -285,21 +357,26 @@ def play_match(
     return report
 
 
-def _record(scheduled: tuple[int, bool, int], info: dict, names: list[str]) -> GameRecord:
-    k, swapped, seat = scheduled
-    winner = info["winner"]
-    return GameRecord(
-        deal=k,
-        swapped=swapped,
-        seat=seat,
-        deck=names[info[f"deck{seat}"]],
-        opp_deck=names[info[f"deck{1 - seat}"]],
-        went_first=info["first_player"] == seat,
-        result=0 if winner == DRAW else (1 if winner == seat else -1),
-        decisions=int(info["decisions"]),
-        turns=int(info["turns"]),
-        truncated=bool(info["truncated"]),
-    )
+@dataclass(frozen=True)
+class Runner:
+    """A game's matches, as the league plays them (game.py picks one per game): its runner, its
+    bots as match sides and as the Actors training meets, and the league's baseline bot."""
+
+    play: Callable
+    """(learner side, opponent side, episodes, seed, turn_cap=...) -> a report with its `tally`"""
+    bot_side: Callable[[str, int], ActorFactory]
+    """(bot name, seed) -> the bot as a match side"""
+    training_bots: Callable[[object, int], dict]
+    """(the in-process env or None, seed) -> {name: Actor}: the bots training meets"""
+    bots: tuple[str, ...]
+    """the names `training_bots` can give"""
+    baseline: str
+    """the bot a league candidate must beat"""
+    records: bool
+    """whether the replay recorder can record its games (Emberfront's viewer)"""
+
+
+EMBERFRONT_RUNNER = Runner(play_match, bot_side, training_bots, BOTS, GREEDY, True)
 
 
 def evaluate_vs_bots(policy: Policy, sampler: Sampler, games: int, seed: int, turn_cap: int) -> dict:

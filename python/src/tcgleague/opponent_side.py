@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from .actors import Companion
-from .layout import ACTION_WIDTH
 from .policy.family import Sampler
+from .rows import RowFormat
 
 
 @dataclass(frozen=True)
@@ -88,8 +88,9 @@ class OpponentSide(Protocol):
 class SelfPlay:
     """Both seats of every game are the learner: no opponent rows, nothing to remember."""
 
-    def __init__(self, num_rows: int):
-        self.all_learner = np.ones(num_rows, dtype=bool)
+    def __init__(self, rows: RowFormat):
+        self.all_learner = np.ones(rows.num_rows, dtype=bool)
+        self.action_width = rows.action_width
 
     def start(self, global_step: int) -> None:
         pass
@@ -101,7 +102,7 @@ class SelfPlay:
         return theirs, None
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        return np.zeros((len(rows), ACTION_WIDTH), dtype=np.int32)
+        return np.zeros((len(rows), self.action_width), dtype=np.int32)
 
     def after_step(self, rewards, terminals, truncations, infos, global_step: int) -> np.ndarray:
         return self.all_learner

@@ -27,6 +27,7 @@ from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .engine.cards import CardPool, load_card_pool
 from .env import TCGEnv
 from .errors import ArgumentError, entry_point
+from .games.rules import EMBERFRONT
 from .layout import ACTION_WIDTH, DRAW, legal_actions
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import policy_side
@@ -94,7 +95,7 @@ def human_move(obs_row: np.ndarray, cards: CardPool, console: Console, read: Cal
 def play(args: argparse.Namespace, console: Console, read: Callable[[str], str]) -> list[int]:
     """Plays args.games games; returns the agent's results: +1 win, 0 draw, -1 loss."""
     cards = load_card_pool()
-    loaded = load_checkpoint(args.checkpoint, policy_config=None)
+    loaded = load_checkpoint(args.checkpoint, policy_config=None, game=EMBERFRONT)
     me = args.seat  # the human's seat, or, watching, the opponent's
     env = make_env(args, cards, checkpoint_turn_cap(loaded))  # the agent's games are played at its run's cap
     agent = agent_actor(loaded, env, args.seed, "agent", args.lookahead)
@@ -102,7 +103,7 @@ def play(args: argparse.Namespace, console: Console, read: Callable[[str], str])
     if args.opponent in BOTS:
         opponent = make_bot(args.opponent, env, stream_seed(args.seed, "second_side"))
     elif args.opponent is not None:
-        checkpoint = load_checkpoint(args.opponent, policy_config=None)
+        checkpoint = load_checkpoint(args.opponent, policy_config=None, game=EMBERFRONT)
         opponent = agent_actor(checkpoint, env, stream_seed(args.seed, "second_side"), "opponent")
     obs, _ = env.reset(args.seed)
     results: list[int] = []

@@ -28,8 +28,8 @@ from pathlib import Path
 
 from .checkpoint import CheckpointError, FieldError, LoadedCheckpoint
 from .opponent_side import Origin
-from .policy.family import unwrap
-from .policy.tcg_policy import TCGPolicy, build_policy
+from .policy.families import family_of
+from .policy.family import Policy, unwrap
 from .trainer import Trainer
 
 REWARD_KEYS = (("env", "reward_shaping"), ("train", "gamma"))
@@ -50,10 +50,11 @@ class ResumeOptions:
     allow_missing_members: bool = False  # league members whose files are gone leave the pool (warned)
 
 
-def reset_value_head(policy: TCGPolicy, seed: int) -> None:
+def reset_value_head(policy: Policy, seed: int) -> None:
     """Re-initialise the value head exactly as a new policy of this run's seed has it."""
     module = unwrap(policy)
-    module.value_head.load_state_dict(build_policy(module.config, seed).value_head.state_dict())
+    fresh = family_of(module.config.to_dict()).build(module.config, seed)
+    module.value_head.load_state_dict(fresh.value_head.state_dict())
 
 
 def reward_changes(stored_config: dict, cfg) -> list[str]:

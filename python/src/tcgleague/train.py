@@ -35,7 +35,6 @@ from .checkpoint import (
 from .config import Config, load_config
 from .devices import resolve_device
 from .dist import SINGLE, Dist, init_distributed, leave_finished, shutdown, torchrun_local_rank
-from .engine.cards import load_card_pool
 from .errors import PREEMPTED_EXIT, ArgumentError, UserInputError, WriteError, entry_point
 from .logger import Dashboard, RunLogger
 from .preemption import StopSignals
@@ -197,7 +196,8 @@ def load_resume(args: argparse.Namespace, cfg: Config) -> tuple[LoadedCheckpoint
             return None, None
     loaded = load_checkpoint(
         path,
-        policy_config=policy_config(cfg, load_card_pool().n_cards),
+        policy_config=policy_config(cfg),
+        game=cfg.env.game,
         strict=args.resume_strict,
         run_state=args.resume_load_optimizer,
     )

@@ -27,7 +27,6 @@ from .devices import compile_mode_for, env_parts, loss_compile_mode
 from .dist import SINGLE, Dist, reduce_epoch, weights_digest
 from .learner import LearnerSizes, build_learner
 from .logger import Dashboard, RunLogger
-from .match import evaluate_vs_bots
 from .opponent_side import OpponentSide, Origin
 from .policy.family import Policy, Sampler, strip_compile_prefix, unwrap
 from .ppo import lr_lambda, rolled_back_update
@@ -38,7 +37,8 @@ from .vecenv import GameParts, VecEnv
 
 
 class Trainer:
-    """Trains `policy` on `env` against `opponents`; every epoch is `collect()` then `update()`."""
+    """Trains `policy` on `env` against `opponents`; every epoch is `collect()` then `update()`.
+    `evaluate(policy, sampler, seed)` is the game's periodic evaluation (game.py)."""
 
     def __init__(
         self,
@@ -47,12 +47,14 @@ class Trainer:
         policy: Policy,
         sampler: Sampler,
         opponents: OpponentSide,
+        evaluate: Callable[[Policy, Sampler, int], dict],
         device: torch.device,
         logger: RunLogger | None = None,
         dashboard: Dashboard | None = None,
         dist: Dist = SINGLE,
     ):
         self.cfg, self.env, self.policy, self.sampler, self.opponents = cfg, env, policy, sampler, opponents
+        self.evaluate_policy = evaluate
         self.device, self.logger, self.dashboard, self.dist = device, logger, dashboard, dist
         self.seed = dist.rank_seed(cfg.base.seed)  # this rank's env shard and sampling streams
         t = cfg.train
@@ -253,9 +255,10 @@ class Trainer:
         return metrics
 
     def evaluate(self) -> dict:
-        """eval/winrate_vs_<bot>, on deals of this epoch's evaluation seed."""
+        """The game's eval/* figures (Emberfront: win rates vs the bots, on deals of this epoch's
+        evaluation seed; poker: exact exploitability)."""
         seed = stream_seed(self.cfg.base.seed, "evaluation") + self.epoch
-        return evaluate_vs_bots(self.policy, self.sampler, self.cfg.train.eval_games, seed, self.cfg.env.turn_cap)
+        return self.evaluate_policy(self.policy, self.sampler, seed)
 
     # ---- the loop --------------------------------------------------------------------------------
     def train(

@@ -31,7 +31,6 @@ from ..bots import BOTS
 from ..build import build_trainer, policy_config
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..config import Config, config_from_dict, load_config
-from ..engine.cards import load_card_pool
 from ..errors import ArgumentError
 from ..evaluate_checkpoint import evaluate_loaded, evaluate_panel
 from ..exploit.cli import DEFAULT_STEPS
@@ -42,6 +41,8 @@ from ..report.data import read_metrics
 from ..resume import ResumeOptions, apply_resume
 from ..train import checkpoint_writer
 from .common import print_table
+from .learn_exact import final_figures, head_to_head, judged_exactly, league_rows
+from .learn_exact import rows_of as exact_rows
 from .learn_resume import Continuation, begin, learning_differences, plan_continuations
 
 ACCEPTS_OVERRIDES = True  # extra --section.key value arguments override the config
@@ -59,7 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=int, default=1000, help="duplicate games per final evaluation (default 1000)")
     p.add_argument("--seed", type=int, default=12345, help="evaluation seed (the deals)")
     p.add_argument("--league", action="store_true", help="train the league and the self-play baseline")
-    p.add_argument("--league-config", default="configs/league.ini")
+    p.add_argument("--league-config", help="the league's config (default: --config with [league] enable = true)")
     p.add_argument("--jobs", type=int, default=2, help="with --league: trainings at a time (1 = one after the other)")
     p.add_argument(
         "--lookahead",
@@ -132,7 +133,7 @@ def train_one(
     earlier_minutes = 0.0
     if continuation is not None:
         path = continuation.checkpoint
-        loaded = load_checkpoint(path, policy_config(cfg, load_card_pool().n_cards), run_state=True)
+        loaded = load_checkpoint(path, policy_config(cfg), run_state=True, game=cfg.env.game)
         apply_resume(trainer, loaded, ResumeOptions(str(path), load_optimizer=True))
         earlier_minutes = continuation.minutes
     final: list[Path] = []
@@ -146,6 +147,9 @@ def train_one(
     figures = {"steps": trainer.global_step, "epochs": trainer.epoch, "minutes": minutes, "config": config}
     figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), **run_figures(read_metrics(run_dir / METRICS_FILE)))
     figures["resumed_from"] = str(continuation.checkpoint) if continuation else None
+    if judged_exactly(cfg):
+        figures.update(final_figures(final[-1], read_metrics(run_dir / METRICS_FILE)))
+        return figures
     final_checkpoint = load_checkpoint(final[-1])
     for bot in BOTS:
         figures.update(bot_figures(evaluate_loaded(final_checkpoint, bot, args.episodes, args.seed), bot))
@@ -282,6 +286,7 @@ def run(args: argparse.Namespace) -> dict:
         raise ArgumentError(f"--lookahead {args.lookahead}: expected a finite value weight > 0, or 0 for none")
     if args.jobs < 1:
         raise ArgumentError(f"--jobs {args.jobs}: expected 1 or more trainings at a time")
+    args.league_config = args.league_config or args.config
     trainings = [("league", args.league_config, True), ("selfplay", args.config, False)]
     trainings = trainings if args.league else [("learn", args.config, False)]
     configs = {tag: bench_config(config, args, league) for tag, config, league in trainings}
@@ -292,8 +297,12 @@ def run(args: argparse.Namespace) -> dict:
             raise ArgumentError("--baseline: a self-play baseline is only compared with --league")
         figures = train_one(*jobs[0])
         figures.update(episodes=args.episodes, command=args.command, label=args.label)
-        print_table(f"learning ({args.config})", rows_of(figures, "final", args.episodes))
+        exactly = judged_exactly(configs["learn"])
+        rows = exact_rows(figures, "final") if exactly else rows_of(figures, "final", args.episodes)
+        print_table(f"learning ({args.config})", rows)
         return figures
+    if judged_exactly(configs["selfplay"]):
+        return league_judged_exactly(args, jobs)
     judge = {"exploit_steps": args.exploit_steps, "exploit_config": args.exploit_config}
     judge.update(episodes=args.episodes, seed=args.seed)
     baseline = None
@@ -334,4 +343,19 @@ def run(args: argparse.Namespace) -> dict:
             (f"league vs self-play ({r['episodes']} duplicate games)", head, "> 0.5"),
         ],
     )
+    return figures
+
+
+def league_judged_exactly(args: argparse.Namespace, jobs: list) -> dict:
+    """--league on a game judged exactly: both trainings side by side, each final's exact
+    exploitability and curve, and the finals head to head (learn_exact.py)."""
+    if args.baseline is not None:
+        raise ArgumentError("--baseline: a game judged exactly trains both sides (its judge takes seconds)")
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
+        league, selfplay = pool.map(train_one, *zip(*jobs))
+    r = head_to_head(jobs[1][0], league["checkpoint"], selfplay["checkpoint"], args.episodes, args.seed)
+    figures = {"league": league, "selfplay": selfplay, "episodes": args.episodes, "command": args.command}
+    figures.update(jobs=args.jobs, label=args.label, judge={"exact": True, "episodes": args.episodes}, **r)
+    title = f"league ({args.league_config}) vs self-play ({args.config}), same seed and steps, judged exactly"
+    print_table(title, league_rows(league, selfplay, r))
     return figures

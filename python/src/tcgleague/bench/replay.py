@@ -19,13 +19,12 @@ import time
 
 import torch
 
-from ..build import policy_config
+from ..build import build_policy
 from ..checkpoint import load_checkpoint
 from ..checkpoint.deployed import checkpoint_sampler
 from ..config import load_config
-from ..engine.cards import load_card_pool
+from ..games.rules import EMBERFRONT
 from ..match import bot_side, play_match, policy_side
-from ..policy.tcg_policy import build_policy
 from ..policy.tcg_sampler import TCGSampler
 from ..replay.record import ReplayRecorder
 from .common import print_table
@@ -46,10 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def policy_and_sampler(args: argparse.Namespace):
     if args.checkpoint:
-        loaded = load_checkpoint(args.checkpoint, policy_config=None)
+        loaded = load_checkpoint(args.checkpoint, policy_config=None, game=EMBERFRONT)
         return loaded.policy.eval(), checkpoint_sampler(loaded)
     cfg = load_config(args.config, [])
-    policy = build_policy(policy_config(cfg, load_card_pool().n_cards), args.seed).eval()
+    policy = build_policy(cfg, args.seed).eval()
     return policy, TCGSampler(primary_temperature=cfg.policy.primary_temperature)
 
 

@@ -1,14 +1,13 @@
 """Checkpoints: the file format, saving and THE load-and-validate path (files.py), the
-structural check of every field (fields.py; its type checks in field_types.py, the run state's
+structural check of every field (fields.py; its type checks and errors in field_types.py, the run state's
 validators in run_state_fields.py), and converting older files (convert.py,
-`python -m tcgleague.checkpoint convert`)."""
+`python -m tcgleague.checkpoint convert`); whether a file fits this code (compatible.py)."""
 
-from .field_types import FieldError
+from .field_types import CheckpointError, FieldError
 from .fields import check_against_policy, check_fields, check_resume_fields
 from .files import (
     FORMAT,
     FORMAT_VERSION,
-    CheckpointError,
     LoadedCheckpoint,
     checkpoint_path,
     latest_checkpoint,

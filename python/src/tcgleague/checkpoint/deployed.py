@@ -4,11 +4,12 @@ annealed values, and the turn cap its run played with."""
 from __future__ import annotations
 
 from ..layout import DEFAULT_TURN_CAP
-from ..policy.tcg_sampler import TCGSampler
+from ..policy.families import family_of
+from ..policy.family import Sampler
 from .files import CheckpointError, LoadedCheckpoint
 
 
-def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = None) -> TCGSampler:
+def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = None) -> Sampler:
     """A sampler at the checkpoint's annealed values, or at temperature T (both stages, no smoothing)."""
     state = loaded.state
     params = dict(state.get("sampling_params") or {})
@@ -19,7 +20,7 @@ def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = Non
         params["smoothing_eps"] = anneal["sampler/smoothing_eps"]
     if temperature is not None:
         params.update(primary_temperature=temperature, subaction_temperature=temperature, smoothing_eps=0.0)
-    return TCGSampler.from_params(params)
+    return family_of(loaded.policy_config.to_dict()).sampler_from_params(params)
 
 
 def checkpoint_turn_cap(loaded: LoadedCheckpoint) -> int:

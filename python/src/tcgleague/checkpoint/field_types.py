@@ -1,4 +1,4 @@
-"""FieldError and the type checks every checkpoint field validator is built from (fields.py,
+"""CheckpointError, FieldError and the type checks every checkpoint field validator is built from (fields.py,
 run_state_fields.py): each raises `FieldError(field, problem)` naming the field it refuses."""
 
 from __future__ import annotations
@@ -8,6 +8,15 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+
+from ..errors import UserInputError
+
+
+class CheckpointError(UserInputError, RuntimeError):
+    """A checkpoint cannot be used: missing, unreadable, corrupted or incompatible. The message
+    names the file and what is wrong."""
+
+    label = "checkpoint refused"
 
 
 class FieldError(ValueError):

@@ -22,6 +22,10 @@ from typing import Any
 import torch
 
 from ..config.validate import MAX_ATTENTION_LAYERS, MAX_WIDTH
+from ..games.rules import ACTION_WIDTH as POKER_ACTION_WIDTH
+from ..games.rules import EMBERFRONT, GAMES
+from ..layout import ACTION_WIDTH
+from ..policy.families import FAMILIES
 from ..policy.tcg_policy import OPTIONAL_WIDTHS
 from ..policy.tcg_sampler import TCGSampler
 from .field_types import (
@@ -56,6 +60,9 @@ def _policy(v: Any, field: str) -> None:
 def _policy_config(v: Any, field: str) -> None:
     """Bounded too: a loader allocates whatever a crafted architecture asks for."""
     for k, x in _dict(v, field).items():
+        if k == "family":
+            _require(x in FAMILIES, f"{field}.{k}", f"expected one of {', '.join(sorted(FAMILIES))}, got {x!r}")
+            continue
         low = 0 if k in OPTIONAL_WIDTHS else 1
         high = MAX_ATTENTION_LAYERS if k == "entity_attention_layers" else MAX_WIDTH
         ok = isinstance(k, str) and _is_int(x) and low <= x <= high
@@ -124,9 +131,24 @@ def check_fields(state: dict) -> None:
             RESUME_CHECKS[key](state[key], key)
     if "optimizer" in state and "scheduler" in state:
         _scheduler_fits_optimizer(state)
+    _actions_fit_the_game(state)
+
+
+def _actions_fit_the_game(state: dict) -> None:
+    """The running games' last actions are as wide as an action of the checkpoint's game (its
+    fingerprint's), on every rank's part."""
+    width = ACTION_WIDTHS.get((state.get("fingerprint") or {}).get("game", EMBERFRONT))
+    ranks = ((state.get("dist") or {}).get("ranks") or {}).items()
+    parts = [("run_state", state.get("run_state"))]
+    parts += [(f"dist.ranks.{rank}.run_state", part.get("run_state")) for rank, part in ranks]
+    for field, run in parts:
+        if width is not None and run is not None:
+            n = run["actions"].shape[0]
+            _require(run["actions"].shape == (n, width), f"{field}.actions", f"expected shape [{n}, {width}]")
 
 
 MAX_WORLD_SIZE = 1 << 16
+ACTION_WIDTHS = {EMBERFRONT: ACTION_WIDTH, **{name: POKER_ACTION_WIDTH for name in GAMES}}  # integers per action
 
 
 def _dist(v: Any, field: str) -> None:

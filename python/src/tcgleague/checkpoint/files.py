@@ -5,7 +5,7 @@ half-written file where a complete one is expected; `max_checkpoints` retention 
 A checkpoint is a plain `torch.save` dict (readable with `torch.load(path, weights_only=True)`):
 
     format, format_version     "tcgleague-checkpoint", 1
-    policy, policy_config      weights (uncompiled keys) and PolicyConfig.to_dict()
+    policy, policy_config      weights (uncompiled keys) and the family's config `to_dict()` (policy/families.py)
     optimizer, scheduler       Adam and LR-scheduler state
     global_step, epoch         where training stood
     anneal_offset, anneal      anneal step offset and the values in force (sampler/..., anneal/...)
@@ -46,36 +46,26 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
+from torch import nn
 
 from ..atomic import atomic_write
-from ..engine.cards import load_card_pool
-from ..errors import UserInputError, WriteError
+from ..errors import WriteError
 from ..fingerprint import (
-    CONVERTIBLE_LAYOUTS,
-    action_space_hash,
     changed_sources,
     compute_fingerprint,
-    obs_layout_hash,
-    short,
     source_hashes,
-    versions,
 )
-from ..policy.tcg_policy import PolicyConfig, TCGPolicy, policy_from_state
-from .field_types import FieldError
+from ..policy.families import family_of
+from .compatible import changed_sources_warning, check_compatible, unverifiable_warning, version_notes
+from .field_types import CheckpointError, FieldError
 from .fields import check_against_policy, check_fields, check_resume_fields
 
 FORMAT = "tcgleague-checkpoint"
 FORMAT_VERSION = 1
 REQUIRED_KEYS = ("policy", "policy_config", "global_step", "epoch", "fingerprint")
-
-
-class CheckpointError(UserInputError, RuntimeError):
-    """A checkpoint cannot be used: missing, unreadable, corrupted or incompatible. The message
-    names the file and what is wrong."""
-
-    label = "checkpoint refused"
 
 
 # ---- files --------------------------------------------------------------------------------
@@ -128,22 +118,22 @@ SIDECAR_KEYS = (
 )
 
 
-def write_checkpoint(path: Path, state: dict, config: dict | None = None) -> Path:
+def write_checkpoint(path: Path, state: dict, config: dict | None = None, game: str | None = None) -> Path:
     """Writes `state` (a trainer's or a member's state dict: tensors and plain values only) as
     a checkpoint at `path` with its format, fingerprint and JSON sidecar, atomically; a file
     that cannot be written raises WriteError and leaves neither (the older checkpoints as they were)."""
     path = Path(path)
-    try:
-        check_fields(state)  # what is written must load: never a NaN weight or a malformed field
-    except FieldError as err:
-        raise ValueError(f"refusing to write checkpoint {path}: {err}") from None
     state = dict(
         state,
         format=FORMAT,
         format_version=FORMAT_VERSION,
-        fingerprint=compute_fingerprint(config),
+        fingerprint=compute_fingerprint(config, game),
         created=time.time(),
     )
+    try:
+        check_fields(state)  # what is written must load: never a NaN weight or a malformed field
+    except FieldError as err:
+        raise ValueError(f"refusing to write checkpoint {path}: {err}") from None
     atomic_write(path, lambda f: torch.save(state, f))
     sidecar = {k: state.get(k) for k in SIDECAR_KEYS}
     sidecar.update(file=path.name, bytes=path.stat().st_size, format=FORMAT, format_version=FORMAT_VERSION)
@@ -165,9 +155,11 @@ def save_checkpoint(run_dir: Path, run_name: str, state: dict, config: dict, max
     return path
 
 
-def save_policy(path: Path, weights: dict, policy_config: dict, sampling_params: dict, step: int, epoch: int) -> Path:
-    """A policy-only checkpoint (a league member): weights, architecture and sampler, loadable
-    by `load_checkpoint` like any checkpoint."""
+def save_policy(
+    path: Path, weights: dict, policy_config: dict, sampling_params: dict, step: int, epoch: int, game: str
+) -> Path:
+    """A policy-only checkpoint (a league member of a `game` run): weights, architecture and
+    sampler, loadable by `load_checkpoint` like any checkpoint."""
     return write_checkpoint(
         path,
         {
@@ -177,6 +169,7 @@ def save_policy(path: Path, weights: dict, policy_config: dict, sampling_params:
             "global_step": int(step),
             "epoch": int(epoch),
         },
+        game=game,
     )
 
 
@@ -185,8 +178,8 @@ def save_policy(path: Path, weights: dict, policy_config: dict, sampling_params:
 class LoadedCheckpoint:
     path: Path
     state: dict
-    policy_config: PolicyConfig
-    policy: TCGPolicy
+    policy_config: Any  # the policy family's config dataclass (policy/families.py)
+    policy: nn.Module
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -270,16 +263,8 @@ def _read(path: Path) -> dict:
     return state
 
 
-def architecture_differences(stored: dict, expected: dict) -> list[str]:
-    return [
-        f"{k} {stored.get(k)!r} vs {expected.get(k)!r}"
-        for k in sorted(set(stored) | set(expected))
-        if stored.get(k) != expected.get(k)
-    ]
-
-
 def load_checkpoint(
-    path, policy_config: PolicyConfig | None = None, strict: bool = False, log=print, run_state: bool = False
+    path, policy_config=None, strict: bool = False, log=print, run_state: bool = False, game: str | None = None
 ) -> LoadedCheckpoint:
     """Reads, verifies and validates a checkpoint, and builds its policy with the weights.
 
@@ -289,6 +274,7 @@ def load_checkpoint(
     - `run_state` (--resume-load-optimizer): the optimizer, scheduler, RNG and run state must
       be there too;
     - observation layout or action space differs from the code's: refused, saying what differs;
+    - `game` given (resume: the run's) and another than the checkpoint's: refused;
     - `policy_config` given (resume: the run's architecture) and different from the stored one:
       refused, naming each field ("architecture differs: hidden_size 32 vs 128"); when None
       (evaluation) the stored architecture is used, but its card count must match the code's;
@@ -305,88 +291,25 @@ def load_checkpoint(
     loaded_warnings = []
     fp = state["fingerprint"] or {}
     if state["fingerprint"] is None:
-        loaded_warnings.append(_unverifiable_warning(path, state, strict))
+        loaded_warnings.append(unverifiable_warning(path, state, strict))
         log(loaded_warnings[-1])
-    stored_arch = _check_compatible(path, state, fp, policy_config)
+    stored_arch = check_compatible(path, state, fp, policy_config, game)
     changed = changed_sources(fp.get("source_hashes") or {}, source_hashes()) if fp else []
     if changed:
-        loaded_warnings.append(_changed_sources_warning(path, changed, strict))
+        loaded_warnings.append(changed_sources_warning(path, changed, strict))
         log(loaded_warnings[-1])
-    notes = _version_notes(fp)
+    notes = version_notes(fp)
     arch, policy = _policy_of(path, state, stored_arch)
     return LoadedCheckpoint(path, state, arch, policy, loaded_warnings, notes)
 
 
-def _unverifiable_warning(path: Path, state: dict, strict: bool) -> str:
-    """The warning for a checkpoint without a fingerprint; under strict, a refusal."""
-    if strict:
-        raise CheckpointError(
-            f"checkpoint {path}: refusing under --resume-strict: it has no fingerprint (written "
-            "before checkpoints carried one), so its layout and sources cannot be verified"
-        )
-    return (
-        f"WARNING: checkpoint {path} has no fingerprint (written before checkpoints carried one): its "
-        "observation layout and sources cannot be verified"
-        + ("" if "run_state" in state else ", and it holds no run state to resume exactly")
-    )
-
-
-def _check_compatible(path: Path, state: dict, fp: dict, policy_config: PolicyConfig | None) -> dict:
-    """Refuses a different observation layout, action space or architecture; returns the stored
-    architecture (`policy_config` None: the stored one, with the code's card count)."""
-    where = f"checkpoint {path} is incompatible with this code"
-    for key, current, what in (
-        ("obs_layout_hash", obs_layout_hash(), "observation layout hash"),
-        ("action_space_hash", action_space_hash(), "action space hash"),
-    ):
-        if fp and fp.get(key) in CONVERTIBLE_LAYOUTS and key == "obs_layout_hash":
-            raise CheckpointError(
-                f"{where}: it was written for {CONVERTIBLE_LAYOUTS[fp[key]]}; its policy reads the same features, "
-                f"so `python -m tcgleague.checkpoint convert {path}` rewrites it for this code"
-            )
-        if fp and fp.get(key) != current:
-            raise CheckpointError(f"{where}: {what} differs: checkpoint {short(fp.get(key))}, code {short(current)}")
-    stored_arch = dict(state["policy_config"])
-    if policy_config is None:
-        expected = dict(stored_arch, n_cards=load_card_pool().n_cards)
-        label = "(checkpoint vs the code's card pool)"
-    else:
-        expected = policy_config.to_dict()
-        label = "(checkpoint vs this run's config)"
-    diffs = architecture_differences(stored_arch, expected)
-    if diffs:
-        raise CheckpointError(f"{where}: architecture differs: {'; '.join(diffs)} {label}")
-    return stored_arch
-
-
-def _changed_sources_warning(path: Path, changed: list[str], strict: bool) -> str:
-    """The warning for changed behaviour-defining sources; under strict, a refusal."""
-    if strict:
-        raise CheckpointError(
-            f"checkpoint {path}: refusing under --resume-strict: behaviour-defining source "
-            f"changed since it was written: {', '.join(changed)}"
-        )
-    return (
-        f"WARNING: checkpoint {path}: behaviour-defining source changed since it was written: "
-        f"{', '.join(changed)} (the policy may not behave as it did; --resume-strict refuses this)"
-    )
-
-
-def _version_notes(fp: dict) -> list[str]:
-    notes = []
-    stored_versions, now = fp.get("versions") or {}, versions()
-    for name in sorted(set(stored_versions) | set(now)) if fp else ():
-        if stored_versions.get(name) != now.get(name):
-            notes.append(f"{name} version {stored_versions.get(name)} in the checkpoint, {now.get(name)} here")
-    return notes
-
-
-def _policy_of(path: Path, state: dict, stored_arch: dict) -> tuple[PolicyConfig, TCGPolicy]:
+def _policy_of(path: Path, state: dict, stored_arch: dict) -> tuple[Any, nn.Module]:
     """The stored architecture and a policy holding the stored weights, checked against the
     fields whose shapes follow it."""
     try:
-        arch = PolicyConfig.from_dict(stored_arch)
-        policy = policy_from_state(state["policy"], arch)
+        family = family_of(stored_arch)
+        arch = family.config_from_dict(stored_arch)
+        policy = family.from_state(state["policy"], arch)
     except (RuntimeError, ValueError, TypeError) as err:
         raise CheckpointError(f"checkpoint {path}: weights do not fit the architecture: {err}") from None
     try:

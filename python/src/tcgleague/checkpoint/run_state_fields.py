@@ -9,7 +9,6 @@ from typing import Any
 
 import torch
 
-from ..layout import ACTION_WIDTH
 from ..vecenv import VecEnv
 from .field_types import _dict, _is_int, _is_number, _require, _str_map, _tensor, _tensors, _text
 
@@ -150,7 +149,8 @@ def _run_state(v: Any, field: str) -> None:
     _require(h.dim() == 2 and h.shape[0] == n, f"{field}.state_h", f"expected shape [{n}, hidden], got {list(h.shape)}")
     _tensor(v.get("state_c"), f"{field}.state_c", "float", tuple(h.shape))
     _tensor(v.get("episode_start"), f"{field}.episode_start", "bool", (n,))
-    _tensor(v.get("actions"), f"{field}.actions", "int", (n, ACTION_WIDTH))
+    a = _tensor(v.get("actions"), f"{field}.actions", "int")  # [rows, the game's action width]
+    _require(a.dim() == 2 and a.shape[0] == n, f"{field}.actions", f"expected shape [{n}, width], got {list(a.shape)}")
 
 
 RESUME_CHECKS: dict[str, Callable[[Any, str], None]] = {

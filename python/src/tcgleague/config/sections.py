@@ -95,6 +95,7 @@ class BaseSection:
 
 @dataclass
 class EnvSection:
+    game: str = "emberfront"  # emberfront | leduc | kuhn (game.py: env, policy family, evaluation)
     num_games: int = 1024
     turn_cap: int = 30
     reward_shaping: float = 0.0

@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from ..engine.cards import CardDataError, deck_weights, load_card_pool
+from ..games.rules import EMBERFRONT, GAME_NAMES
 from ..rows import ROWS_PER_GAME
 from .sections import (
     ANNEALS,
@@ -108,6 +109,7 @@ def validate_base(cfg: Config, check: Check) -> None:
 def validate_env(cfg: Config, check: Check) -> None:
     """[env]: sizes the engine can hold (int16 turns, int32 row indices)."""
     e = cfg.env
+    check(e.game in GAME_NAMES, "env", "game", f"must be one of {', '.join(GAME_NAMES)}")
     check(e.num_games >= 1, "env", "num_games", "must be >= 1 (e.g. 1024)")
     limit = INDEX_LIMIT // ROWS_PER_GAME  # its rows' indices travel as int32
     check(e.num_games < limit, "env", "num_games", f"must be < {limit} (e.g. 1024)")
@@ -122,6 +124,7 @@ def validate_env(cfg: Config, check: Check) -> None:
     if e.overlap == "true":
         check(cfg.vec.backend == "native", "env", "overlap", "true needs [vec] backend = native (one engine)")
         check(e.num_games >= 2, "env", "overlap", "true needs [env] num_games >= 2 (two halves)")
+        check(e.game == EMBERFRONT, "env", "overlap", f"true needs [env] game = {EMBERFRONT} (the C engine's halves)")
 
 
 def validate_vec(cfg: Config, check: Check) -> None:

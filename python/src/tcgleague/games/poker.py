@@ -63,13 +63,18 @@ class PokerEnv:
     `obs` ([rows, rules.obs_width] int8) is the env's own buffer, updated in place by `reset`,
     `step` and `set_deal`: copy it to keep one step's view. Nothing is dealt before `reset`."""
 
-    def __init__(self, rules: PokerRules, num_games: int, seed: int = 0):
+    def __init__(self, rules: PokerRules, num_games: int, seed: int = 0, obs: np.ndarray | None = None):
+        """`obs`: the row buffer to write ([rows, obs_width] int8, e.g. a PufferLib buffer's view)."""
         if num_games < 1:
             raise ValueError(f"num_games {num_games}: a PokerEnv needs at least one game")
         self.rules = rules
         self.num_games = num_games
         self.num_rows = rows_of(num_games)
-        self.obs = np.zeros((self.num_rows, rules.obs_width), dtype=np.int8)
+        self.obs = np.zeros((self.num_rows, rules.obs_width), dtype=np.int8) if obs is None else obs
+        if self.obs.shape != (self.num_rows, rules.obs_width) or self.obs.dtype != np.int8:
+            raise ValueError(
+                f"obs must be int8 [{self.num_rows}, {rules.obs_width}], got {self.obs.dtype} {self.obs.shape}"
+            )
         self.cards = np.zeros((num_games, rules.cards_dealt), dtype=np.int16)
         self.betting = Betting.empty(num_games)
         self.rng = np.random.default_rng(seed)

@@ -26,7 +26,8 @@ import numpy as np
 
 FOLD, CALL, RAISE = 0, 1, 2
 ACTION_NAMES = ("fold", "call", "raise")  # a call with nothing to call is a check, a raise with nothing to raise a bet
-NUM_ACTIONS = len(ACTION_NAMES)  # the fixed action width of every row
+NUM_ACTIONS = len(ACTION_NAMES)  # the legal mask's width in every row
+ACTION_WIDTH = 1  # integers in one action: the index of fold, call or raise
 SEATS = 2  # rows per game: row 2g + s is seat s of game g (the layout of Emberfront's env too)
 BITS_PER_BET = 2  # a history slot: (call, raise), OpenSpiel's encoding
 
@@ -130,6 +131,8 @@ KUHN = PokerRules(
     call_records_bet=True,
 )
 GAMES = {rules.name: rules for rules in (LEDUC, KUHN)}
+EMBERFRONT = "emberfront"  # the card game of engine/, the default `[env] game`
+GAME_NAMES = (EMBERFRONT, *GAMES)  # every game `[env] game` can name
 
 
 def rules_named(name: str) -> PokerRules:

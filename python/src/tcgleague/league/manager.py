@@ -21,10 +21,10 @@ from pathlib import Path
 import torch
 
 from ..atomic import atomic_write
-from ..bots import BOTS, GREEDY
 from ..checkpoint import CheckpointError
 from ..checkpoint.league_fields import PendingEvaluation
 from ..config import LeagueSection
+from ..match import Runner
 from ..opponent_side import Origin
 from ..replay.viewer import RUN_REPLAYS
 from ..scoring import Tally
@@ -38,7 +38,6 @@ from .ratings import Payoff, Ratings
 
 STATE_FILE = "league_state.json"
 STATE_VERSION = 1
-BASELINES = (GREEDY,)
 MAX_DECISIONS = 50  # recent decisions kept in the state file
 
 UNLOADABLE = (KeyError, OSError, ValueError, CheckpointError)  # a member whose weights cannot be loaded
@@ -60,22 +59,25 @@ class LeagueManager:
         play: Matches | PlayMatch | None = None,
         seed: int = 0,
         log: Callable[[str], None] = print,
-        baselines=BASELINES,
+        *,
+        runner: Runner,
+        game: str,
         turn_cap: int | None = None,
         device: torch.device | None = None,
     ):
-        """`play`: where evaluation matches come from (`Matches`, or a plain PlayMatch: tests'
-        scripted results); by default the game runner's (`MemberMatches`). `device`: the run's,
-        where evaluation matches play (needed unless `play` is given)."""
+        """`runner`: the game's matches and bots (match.Runner; its baseline bot gates promotion);
+        `game`: what the members play. `play`: where evaluation matches come from (`Matches`, or
+        a plain PlayMatch: tests' scripted results); by default the runner's (`MemberMatches`).
+        `device`: the run's, where evaluation matches play (needed unless `play` is given)."""
         self.cfg = cfg
         self.directory = Path(directory) if directory is not None else None
         self.log = log
-        self.baselines = tuple(baselines)
-        self.store = MemberStore(self.directory)
+        self.bots, self.baselines = runner.bots, (runner.baseline,)
+        self.store = MemberStore(self.directory, game)
         self.events = LeagueEvents(self.directory / EVENTS_FILE if self.directory is not None else None)
         replays = self.directory.parent / RUN_REPLAYS if self.directory is not None else None
         if play is None:
-            play = MemberMatches(self.store, device, seed, turn_cap, replays, cfg.replay_games)
+            play = MemberMatches(self.store, runner, device, seed, turn_cap, replays, cfg.replay_games)
         self.matches = play if isinstance(play, Matches) else PlayedMatches(play)
         self.champion: str | None = None
         self.ratings = Ratings()
@@ -107,7 +109,7 @@ class LeagueManager:
     ):
         """Adds a member to the pool (a copy of the given weights): a candidate (a snapshot of
         the learner, to be evaluated) or, with `candidate=False`, a main exploiter that beat it."""
-        if member_id in self.store or member_id in RESERVED_IDS:
+        if member_id in self.store or member_id in (*RESERVED_IDS, *self.bots):
             raise ValueError(f"league member id {member_id!r} is already used or reserved")
         member = self.store.ingest(member_id, state_dict, policy_config, sampling_params, step, epoch)
         self.candidates += int(candidate)
@@ -128,7 +130,7 @@ class LeagueManager:
         kept = retain_ids(self.pool_ids(), self.champion, self.cfg.pool_size, self.cfg.keep_recent, self.cfg.keep_old)
         removed = self.store.retire(kept, self.playing)
         if removed:
-            keep = set(self.pool_ids()) | set(BOTS) | {LEARNER}
+            keep = set(self.pool_ids()) | set(self.bots) | {LEARNER}
             self.payoff.forget(keep)
             self.ratings.forget(keep)
             self.last_played = {m: t for m, t in self.last_played.items() if m in keep}
@@ -224,7 +226,7 @@ class LeagueManager:
         vs_champion, vs_baselines, skipped = None, {}, []
         for match, tally in zip(plan.matches, tallies):
             who = match.opponent
-            if tally is None or (who not in BOTS and who not in self.store):
+            if tally is None or (who not in self.bots and who not in self.store):
                 skipped.append(match)
                 continue
             self.record_match(candidate, who, tally)
@@ -292,7 +294,7 @@ class LeagueManager:
         for who, (mu, sigma) in self.ratings.state_dict().items():
             out[f"league/rating_mu/{who}"] = mu
             out[f"league/rating_sigma/{who}"] = sigma
-        few = {"champion": self.champion, **{b: b for b in BOTS}}
+        few = {"champion": self.champion, **{b: b for b in self.bots}}
         if self.pool_ids():
             newest = self.pool_ids()[-1]
             few[newest] = newest

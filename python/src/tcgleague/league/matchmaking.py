@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bots import BOTS
 from ..config import PFSP_WEIGHTINGS, LeagueSection
 from ..rows import rows_of, seat_row
 
 SELF, LEARNER = "self", "learner"  # the latest self as an opponent; the learner in the payoff
 EXPLOITER = "exploiter"  # the live main exploiter as an opponent
-RESERVED_IDS = (SELF, LEARNER, EXPLOITER, *BOTS)  # never a member id
+RESERVED_IDS = (SELF, LEARNER, EXPLOITER)  # never a member id (nor is a bot's name)
 
 
 def pfsp_weights(winrates, mode: str) -> np.ndarray:
@@ -64,13 +63,14 @@ class Matchmaker:
     member removed from the pool mid-game keeps its code until its games end."""
 
     def __init__(
-        self, num_games: int, cfg: LeagueSection, seed: int = 0, bots: tuple[str, ...] = BOTS, exploiter: bool = False
+        self, num_games: int, cfg: LeagueSection, bots: tuple[str, ...], seed: int = 0, exploiter: bool = False
     ):
+        """`bots`: the names of the game's bots training meets (bot_ratio's games, drawn evenly)."""
         self.cfg = cfg
         self.exploiter_ratio = cfg.exploiter_ratio if exploiter else 0.0
         self.num_games, self.num_rows = int(num_games), rows_of(int(num_games))
         self.bots = tuple(bots)
-        self._ids: list[str] = [SELF, *BOTS]
+        self._ids: list[str] = [SELF, *self.bots]
         self._codes = {name: i for i, name in enumerate(self._ids)}
         self.game_code = np.zeros(self.num_games, dtype=np.int64)  # 0 = self
         self.learner_seat = np.zeros(self.num_games, dtype=np.int64)
@@ -128,9 +128,10 @@ class Matchmaker:
         probs = np.asarray(probs, dtype=np.float64)
         if len(member_ids) != len(probs):
             raise ValueError(f"{len(member_ids)} members but {len(probs)} probabilities")
-        bad = [m for m in member_ids if m in RESERVED_IDS]
+        reserved = (*RESERVED_IDS, *self.bots)
+        bad = [m for m in member_ids if m in reserved]
         if bad:
-            raise ValueError(f"member ids {bad} are reserved ({', '.join(RESERVED_IDS)})")
+            raise ValueError(f"member ids {bad} are reserved ({', '.join(reserved)})")
         for m in member_ids:
             self.code_of(m)
         self.pool = member_ids
@@ -217,7 +218,7 @@ class Matchmaker:
         """Share of games currently vs the latest self, bots, the exploiter and frozen members."""
         n = max(1, self.num_games)
         selfplay = float(np.sum(self.game_code == 0)) / n
-        bots = float(np.isin(self.game_code, [self._codes[b] for b in BOTS]).sum()) / n
+        bots = float(np.isin(self.game_code, [self._codes[b] for b in self.bots]).sum()) / n
         out = {"league/latest_opponent_fraction": selfplay, "league/bot_fraction": bots}
         exploiter = 0.0
         if self.exploiter_ratio > 0:

@@ -17,8 +17,7 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from ..bots import BOTS
-from ..match import bot_side, play_match, policy_side
+from ..match import Runner, policy_side
 from ..replay import record_match, replay_document, write_replays
 from ..rng import stream_seed
 from ..scoring import Tally
@@ -61,15 +60,17 @@ def recording_name(a: str, b: str) -> str:
 
 
 class MemberMatches:
-    """`Matches` with the game runner: ids are bots or pool members (loaded from `store`).
+    """`Matches` with the game's runner: ids are its bots or pool members (loaded from `store`).
     Seeded from (seed, a, b), so a match replays identically after a resume. Members play on
     `device` (the run's), at the runner's default number of games at once (a whole eval_games
     match in one wave: fewer, larger forwards). With `replays` (the run's replays folder) and
-    `replay_games` > 0 the first games of each match are recorded there."""
+    `replay_games` > 0 the first games of each match are recorded there (where the runner's
+    games can be recorded)."""
 
     def __init__(
         self,
         store: MemberStore,
+        runner: Runner,
         device: torch.device,
         seed: int = 0,
         turn_cap: int | None = None,
@@ -78,12 +79,13 @@ class MemberMatches:
     ):
         if not isinstance(device, torch.device):
             raise TypeError(f"members play on the run's device (a torch.device), got {device!r}")
-        self.store, self.device, self.seed, self.turn_cap = store, device, int(seed), turn_cap
-        self.replays, self.replay_games = (Path(replays) if replays is not None else None), int(replay_games)
+        self.store, self.runner, self.device, self.seed, self.turn_cap = store, runner, device, int(seed), turn_cap
+        self.replays = Path(replays) if replays is not None else None
+        self.replay_games = int(replay_games) if runner.records else 0
 
     def side(self, member_id: str, seed: int):
-        if member_id in BOTS:
-            return bot_side(member_id, seed)
+        if member_id in self.runner.bots:
+            return self.runner.bot_side(member_id, seed)
         policy, sampler = self.store.load(member_id)
         return policy_side(policy.to(self.device), sampler, seed, name=member_id)
 
@@ -101,7 +103,7 @@ class MemberMatches:
         extra = {"turn_cap": self.turn_cap} if self.turn_cap is not None else {}
         sides = self.side(a, seed), self.side(b, stream_seed(seed, "second_side"))
         if self.recording(a, b) is None:
-            return lambda: play_match(*sides, games, seed, **extra).tally
+            return lambda: self.runner.play(*sides, games, seed, **extra).tally
 
         def play_and_record() -> Tally:
             report, recorded = record_match(*sides, games, seed, (a, b), record=self.replay_games, **extra)

@@ -25,10 +25,10 @@ from pathlib import Path
 
 from ..atomic import atomic_write
 from ..checkpoint import CheckpointError, load_checkpoint, save_policy
+from ..games.rules import EMBERFRONT
 from ..opponent_side import Origin
-from ..policy.family import freeze, strip_compile_prefix
-from ..policy.tcg_policy import PolicyConfig, TCGPolicy, policy_from_state
-from ..policy.tcg_sampler import TCGSampler
+from ..policy.families import family_of
+from ..policy.family import Policy, Sampler, freeze, strip_compile_prefix
 
 
 def cpu_copy(state_dict: dict) -> dict:
@@ -60,8 +60,10 @@ def in_memory(state: dict) -> dict:
 class MemberStore:
     """Pool members oldest first, their weights on disk (or in memory), a load cache."""
 
-    def __init__(self, directory: str | Path | None = None):
-        """`directory`: the run's league directory (`<run>/league`); None = weights in memory."""
+    def __init__(self, directory: str | Path | None = None, game: str = EMBERFRONT):
+        """`directory`: the run's league directory (`<run>/league`); None = weights in memory.
+        `game`: what the members play (stamped into their files' fingerprints)."""
+        self.game = game
         self.run_dir = Path(directory).parent if directory is not None else None
         self.directory = Path(directory) / "members" if directory is not None else None
         self.members: dict[str, Member] = {}
@@ -70,7 +72,7 @@ class MemberStore:
         ] = {}  # the last round's retirees and those running games still play: id -> Member fields
         self.next_order = 0
         self._inline: dict[str, dict] = {}  # in-memory weights (no directory)
-        self._cache: dict[str, tuple[TCGPolicy, TCGSampler]] = {}
+        self._cache: dict[str, tuple[Policy, Sampler]] = {}
         if self.directory is not None:
             self.directory.mkdir(parents=True, exist_ok=True)
 
@@ -100,7 +102,9 @@ class MemberStore:
         )
         if self.directory is not None:
             path = self.directory / f"{member_id}.pt"
-            save_policy(path, weights, member.policy_config, member.sampling_params, member.step, member.epoch)
+            save_policy(
+                path, weights, member.policy_config, member.sampling_params, member.step, member.epoch, self.game
+            )
             member.path = path.relative_to(self.run_dir).as_posix()
         else:
             self._inline[member_id] = weights
@@ -108,7 +112,7 @@ class MemberStore:
         self.members[member_id] = member
         return member
 
-    def load(self, member_id: str) -> tuple[TCGPolicy, TCGSampler]:
+    def load(self, member_id: str) -> tuple[Policy, Sampler]:
         """(frozen policy, its sampler set to its sampling params) of a member, or of a retiree
         (the last round's, or one a running game still plays); cached while it is in the pool."""
         if member_id in self._cache:
@@ -121,10 +125,12 @@ class MemberStore:
             raise KeyError(f"{member_id!r} is not a league member (pool: {self.ids()})")
         if member.path is not None:
             loaded = load_checkpoint(self.file(member.path))
-            out = (freeze(loaded.policy), TCGSampler.from_params(loaded.state.get("sampling_params")))
+            family = family_of(loaded.policy_config.to_dict())
+            out = (freeze(loaded.policy), family.sampler_from_params(loaded.state.get("sampling_params")))
         elif member_id in self._inline:
-            policy = policy_from_state(self._inline[member_id], PolicyConfig.from_dict(member.policy_config))
-            out = (freeze(policy), TCGSampler.from_params(member.sampling_params))
+            family = family_of(member.policy_config)
+            policy = family.from_state(self._inline[member_id], family.config_from_dict(member.policy_config))
+            out = (freeze(policy), family.sampler_from_params(member.sampling_params))
         else:
             raise KeyError(f"retired in-memory member {member_id!r} is gone")
         if not retired:

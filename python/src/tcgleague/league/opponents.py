@@ -15,12 +15,12 @@ import time
 import numpy as np
 import torch
 
-from ..bots import GREEDY, RANDOM, GreedyBot, RandomBot
+from ..actors import Actor
+from ..bots import RANDOM
 from ..checkpoint import CheckpointError
 from ..checkpoint.league_fields import league_field, running_league
 from ..config import LeagueSection
 from ..dist import Dist
-from ..env import TCGEnv
 from ..opponent_side import Origin
 from ..policy.family import Sampler
 from ..rng import stream_seed
@@ -53,8 +53,9 @@ class LeagueOpponents:
     """Matchmaker + bots + frozen pool (per step), the epoch's work and the pool's replication
     (per epoch), behind the OpponentSide interface.
 
-    `engine_env` is the in-process TCGEnv (VecEnv.engine_env) the greedy bot searches in; without
-    one (pufferlib.vector backends) the bots are random only; the league never steps it itself.
+    `bots`: the game's bots training meets, by name (match.Runner.training_bots; Emberfront's
+    greedy searches in the in-process engine, which the league never steps itself); every game's
+    set has "random", whose stream the checkpoint keeps.
     `device`: the run's (the frozen pool's forwards). `exploiter`: the main exploiter
     ([league] exploiter_ratio > 0; one process only). `fixed_shapes`: the learner's step is
     compiled, so the pool's grids keep their shapes (frozen_pool.py)."""
@@ -64,7 +65,7 @@ class LeagueOpponents:
         cfg: LeagueSection,
         rows: RowFormat,
         manager: LeagueManager,
-        engine_env: TCGEnv | None,
+        bots: dict[str, Actor],
         seed: int,
         device: torch.device,
         dist: Dist,
@@ -78,14 +79,12 @@ class LeagueOpponents:
         self.replication = PoolReplication(manager, dist)
         self.results: list[GameResult] = []  # this epoch's finished games vs non-self opponents
         self.clock, self.epoch_perf = ActClock(), {}  # this epoch's act times; the last epoch's perf/*
-        self.bots = {RANDOM: RandomBot(stream_seed(seed, "league_random_bot"))}
-        if engine_env is not None:
-            self.bots[GREEDY] = GreedyBot(engine_env)
+        self.bots = dict(bots)
         self.actors = dict(self.bots)  # who acts for which opponent id, besides the frozen pool
         if exploiter is not None:
             self.actors[EXPLOITER] = exploiter
         self.matchmaker = Matchmaker(
-            game_of(rows.num_rows), cfg, seed=seed, bots=tuple(self.bots), exploiter=exploiter is not None
+            game_of(rows.num_rows), cfg, tuple(self.bots), seed=seed, exploiter=exploiter is not None
         )
         pool_seed = stream_seed(seed, "frozen_pool")
         self.pool = FrozenPool(

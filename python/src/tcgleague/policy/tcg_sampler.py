@@ -42,7 +42,7 @@ def draw_uniforms(n: int, generator: torch.Generator, out: torch.Tensor | None =
     return torch.rand(n, 4, UNIFORM_WIDTH, generator=generator, device=generator.device, out=out)
 
 
-def _check_temperature(name: str, value) -> float:
+def check_temperature(name: str, value) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -52,7 +52,7 @@ def _check_temperature(name: str, value) -> float:
     return v
 
 
-def _check_eps(value) -> float:
+def check_eps(value) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -68,7 +68,7 @@ def _stage_mask(values: torch.Tensor, consistent: torch.Tensor, n: int) -> torch
     return z.scatter_add(1, values.clamp(0, n - 1), consistent.to(torch.float32)) > 0  # out of place: vmap-able
 
 
-def _stage_logp(
+def stage_logp(
     logits: torch.Tensor, mask: torch.Tensor, temperature: torch.Tensor, eps: torch.Tensor | None
 ) -> torch.Tensor:
     """log p of the stage distribution [B, n]; illegal values get ~-1e9 (p exactly 0)."""
@@ -111,11 +111,11 @@ class TCGSampler:
     def set_sampling_params(self, primary_temperature=None, subaction_temperature=None, smoothing_eps=None) -> None:
         new = self._params.clone()
         if primary_temperature is not None:
-            new[0] = _check_temperature("primary_temperature", primary_temperature)
+            new[0] = check_temperature("primary_temperature", primary_temperature)
         if subaction_temperature is not None:
-            new[1] = _check_temperature("subaction_temperature", subaction_temperature)
+            new[1] = check_temperature("subaction_temperature", subaction_temperature)
         if smoothing_eps is not None:
-            new[2] = _check_eps(smoothing_eps)
+            new[2] = check_eps(smoothing_eps)
         self._params.copy_(new)  # in place: compiled code holding the tensor sees the new values
 
     @classmethod
@@ -216,7 +216,7 @@ class TCGSampler:
         listed = torch.arange(legal.shape[1], device=out.device)[None, :] < count[:, None]
         t_primary, _, eps = self._row_params(params, out.shape[0], out.device).unbind(1)
         mask = listed | (count <= 0)[:, None]
-        logp = _stage_logp(policy.legal_logits(out, ent, legal.long(), effects), mask, t_primary, eps)
+        logp = stage_logp(policy.legal_logits(out, ent, legal.long(), effects), mask, t_primary, eps)
         return logp.masked_fill(~listed, -math.inf)
 
     def _row_params(self, params, B: int, device) -> torch.Tensor:
@@ -275,7 +275,7 @@ class TCGSampler:
             values = legal[:, :, k]
             mask = _stage_mask(values, consistent, sizes[k])
             mask = mask | ~row_ok[:, None]  # padded rows: any value, results zeroed by the caller
-            logp = _stage_logp(logits, mask, t_primary if k == 0 else t_sub, None if k == 0 else eps)
+            logp = stage_logp(logits, mask, t_primary if k == 0 else t_sub, None if k == 0 else eps)
             if actions is not None:
                 choice = actions[:, k]
             elif argmax:
@@ -299,7 +299,7 @@ class TCGSampler:
         decision's uniforms), so it needs no more draws than the staged path."""
         B = out.shape[0]
         mask = listed | ~row_ok[:, None]
-        logp = _stage_logp(policy.legal_logits(out, ent, legal, effects), mask, t_primary, eps)
+        logp = stage_logp(policy.legal_logits(out, ent, legal, effects), mask, t_primary, eps)
         if actions is None:
             if argmax:
                 index = torch.where(mask, logp, torch.full_like(logp, -math.inf)).argmax(-1)

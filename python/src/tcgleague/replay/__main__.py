@@ -17,6 +17,7 @@ from ..bots import SCRIPTED
 from ..checkpoint import load_checkpoint
 from ..errors import ArgumentError, entry_point
 from ..evaluate_checkpoint import evaluate_loaded, replay_names, save_replays
+from ..games.rules import EMBERFRONT
 from ..lookahead import add_lookahead_argument
 from .record import ReplayRecorder
 
@@ -41,7 +42,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 @entry_point("replay")
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    loaded = load_checkpoint(args.checkpoint, policy_config=None)
+    loaded = load_checkpoint(args.checkpoint, policy_config=None, game=EMBERFRONT)
     games = 2 * -(-args.games // 2)
     recorder = ReplayRecorder(games, replay_names(args.checkpoint, args.opponent))
     options = dict(argmax=args.argmax, lookahead=args.lookahead, parallel=games, recorder=recorder)

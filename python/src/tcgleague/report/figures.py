@@ -123,6 +123,16 @@ def exploitability(run: RunData) -> Figure | None:
     return fig
 
 
+def exact_exploitability(run: RunData) -> Figure | None:
+    """eval/exploitability over steps: a poker run's exact figure (OpenSpiel's, chips per game;
+    0 = a Nash equilibrium)."""
+    fig, ax = new_figure()
+    if not lines(ax[0, 0], run, ["eval/exploitability"], "exact exploitability (chips per game; 0 = Nash)"):
+        return None
+    ax[0, 0].set_ylim(bottom=0)
+    return fig
+
+
 # ---- league ---------------------------------------------------------------------------------------
 def payoff_ids(league: dict) -> list[str]:
     """Heatmap order: the learner, the bots, then members oldest first (who the payoff knows)."""
@@ -244,6 +254,7 @@ TRAINING = (
     FigureSpec("exploration", "Entropy, pass rate and sampler anneals", exploration),
     FigureSpec("evaluation", "Win rate vs the bots", evaluation),
     FigureSpec("exploitability", "Exploitability: win rate of best responses", exploitability),
+    FigureSpec("exact_exploitability", "Exact exploitability (OpenSpiel)", exact_exploitability),
 )
 LEAGUE = (
     FigureSpec("payoff", "Payoff (who beats whom)", payoff),

@@ -1,0 +1,80 @@
+"""`bench learn`'s judge for a game whose exploitability is exact (Leduc, Kuhn; issue 42): each
+final checkpoint's exploitability by OpenSpiel (`exact.checkpoint_exploitability`, chips per
+game, lower is better), its curve (the trainer's `eval/exploitability` every --eval-every
+steps), and with --league the two finals head to head through the game's own runner (duplicate
+deals, chips per game). There is no best response to train and no held-out bot panel to play:
+OpenSpiel's best response is the exact one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..checkpoint import load_checkpoint
+from ..checkpoint.deployed import checkpoint_sampler
+from ..config import Config
+from ..exact import checkpoint_exploitability
+from ..game import game_of
+from ..games.rules import GAMES
+from ..match import policy_side
+from ..rng import stream_seed
+
+TARGET = 0.1  # issue 42's bar for the league's final exploitability (chips per game)
+
+
+def judged_exactly(cfg: Config) -> bool:
+    return cfg.env.game in GAMES
+
+
+def final_figures(checkpoint: Path, metrics: list[dict]) -> dict:
+    """The final's exact exploitability and NashConv, and the run's curve of eval/exploitability."""
+    judged = checkpoint_exploitability(checkpoint)
+    curve = [
+        {"step": m["global_step"], "exploitability": m["eval/exploitability"]}
+        for m in metrics
+        if "eval/exploitability" in m
+    ]
+    return {"exploitability": judged.exploitability, "nash_conv": judged.nash_conv, "curve": curve}
+
+
+def rows_of(f: dict, name: str) -> list[tuple[str, str, str]]:
+    curve = " ".join(f"{p['step'] / 1e6:.2f}M:{p['exploitability']:.3f}" for p in f["curve"])
+    return [
+        (f"{name}: steps / minutes / SPS", f"{f['steps']:,} / {f['minutes']:.1f} / {f['sps']:,.0f}", ""),
+        (f"{name}: exact exploitability (chips per game)", f"{f['exploitability']:.4f}", "lower is better"),
+        (f"{name}: curve", curve or "(no curve points)", ""),
+    ]
+
+
+def head_to_head(cfg: Config, league: str, selfplay: str, episodes: int, seed: int) -> dict:
+    """The league's final vs self-play's, duplicate deals, each at its saved sampler."""
+    sides = []
+    for path, side_seed in ((league, seed), (selfplay, stream_seed(seed, "second_side"))):
+        loaded = load_checkpoint(path, log=lambda _: None)
+        sides.append(policy_side(loaded.policy.eval(), checkpoint_sampler(loaded), side_seed, name=path))
+    report = game_of(cfg).runner.play(*sides, episodes, seed)
+    low, high = report.tally.wilson()
+    return {
+        "winrate_league_vs_selfplay": report.winrate,
+        "wilson_low_league_vs_selfplay": low,
+        "wilson_high_league_vs_selfplay": high,
+        "games_league_vs_selfplay": report.games,
+        "chips_per_game_league_vs_selfplay": report.reward_per_game,
+    }
+
+
+def league_rows(league: dict, selfplay: dict, r: dict) -> list[tuple[str, str, str]]:
+    head = (
+        f"{r['winrate_league_vs_selfplay']:.3f} [{r['wilson_low_league_vs_selfplay']:.3f}, "
+        f"{r['wilson_high_league_vs_selfplay']:.3f}], {r['chips_per_game_league_vs_selfplay']:+.3f} chips per game"
+    )
+    verdict = league["exploitability"] < selfplay["exploitability"] and league["exploitability"] < TARGET
+    return [
+        *rows_of(league, "league"),
+        *rows_of(selfplay, "self-play"),
+        (f"league vs self-play ({r['games_league_vs_selfplay']} duplicate games)", head, "> 0.5"),
+        (
+            "league below self-play and below the target",
+            "yes" if verdict else "no",
+            f"< self-play and < {TARGET}",
+        ),
+    ]

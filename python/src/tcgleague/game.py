@@ -1,0 +1,138 @@
+"""The games a run can play (`[env] game`): what the trainer is handed for each, so nothing below
+`build.py` names a game (issue 42: the game as a plug-in).
+
+A `Game` is its env class (a PufferLib env keeping the row contract of rows.py: two rows per
+game, the acting row masked, the legal actions in the row), the env's arguments from a config,
+the policy family and its architecture from a config, the sampler, the periodic evaluation
+(Emberfront's duplicate matches against the scripted bots, and the poker games' exact
+exploitability by OpenSpiel: `eval/exploitability`, chips per game; the `[exact]` extra), and the
+league's matches and bots (`match.Runner`: Emberfront's runner with random and greedy, greedy
+the baseline; poker's runner with random and always-call, always-call the baseline)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Config
+from .engine.cards import load_card_pool
+from .env import TCGEnv
+from .exact import policy_exploitability
+from .games.poker_match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
+from .games.poker_rows import PokerPufferEnv
+from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS
+from .match import EMBERFRONT_RUNNER, Runner, evaluate_vs_bots, play_duplicate
+from .policy.families import FAMILIES, FLAT, TCG, PolicyFamily
+from .policy.family import Policy, Sampler
+from .policy.flat import FlatPolicyConfig, FlatSampler
+from .policy.tcg_policy import PolicyConfig
+from .policy.tcg_sampler import TCGSampler
+
+Evaluate = Callable[[Policy, Sampler, int], dict]  # (policy, sampler, the evaluation's seed) -> eval/* metrics
+
+
+@dataclass(frozen=True)
+class Game:
+    name: str
+    env_class: type
+    env_kwargs: Callable[[Config, int], dict]
+    """(config, the rank's seed) -> the env class's arguments"""
+    family: PolicyFamily
+    policy_config: Callable[[Config], Any]
+    """config -> the family's architecture"""
+    sampler: Callable[[Config], Sampler]
+    evaluation: Callable[[Config], Evaluate]
+    """the trainer's periodic evaluation of its policy, for this config"""
+    runner: Runner
+    """its matches and bots, as the league plays them"""
+
+
+def emberfront_env_kwargs(cfg: Config, seed: int) -> dict:
+    return dict(
+        num_games=cfg.env.num_games,
+        seed=seed,
+        turn_cap=cfg.env.turn_cap,
+        reward_shaping=cfg.env.reward_shaping,
+        deck_pool=cfg.env.deck_pool or None,
+        num_threads=cfg.env.num_threads,
+    )
+
+
+def emberfront_policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
+    """The architecture an Emberfront run with this config builds."""
+    p = cfg.policy
+    return PolicyConfig(
+        n_cards=n_cards,
+        card_embed_dim=p.card_embed_dim,
+        entity_dim=p.entity_dim,
+        hidden_size=p.hidden_size,
+        entity_attention_layers=p.entity_attention_layers,
+        legal_scorer_dim=p.legal_scorer_dim,
+        legal_effect_dim=p.legal_effect_dim,
+    )
+
+
+def bots_evaluation(cfg: Config) -> Evaluate:
+    """eval/winrate_vs_<bot>: duplicate matches against the scripted bots."""
+    return lambda policy, sampler, seed: evaluate_vs_bots(policy, sampler, cfg.train.eval_games, seed, cfg.env.turn_cap)
+
+
+def exact_evaluation(cfg: Config) -> Evaluate:
+    """eval/exploitability and eval/nash_conv: OpenSpiel's exact figures, chips per game."""
+    rules = GAMES[cfg.env.game]
+
+    def evaluate(policy: Policy, sampler: Sampler, seed: int) -> dict:
+        judged = policy_exploitability(rules, policy, sampler)
+        return {"eval/exploitability": judged.exploitability, "eval/nash_conv": judged.nash_conv}
+
+    return evaluate
+
+
+EMBERFRONT_GAME = Game(
+    EMBERFRONT,
+    TCGEnv,
+    emberfront_env_kwargs,
+    FAMILIES[TCG],
+    lambda cfg: emberfront_policy_config(cfg, load_card_pool().n_cards),
+    lambda cfg: TCGSampler(primary_temperature=cfg.policy.primary_temperature),
+    bots_evaluation,
+    EMBERFRONT_RUNNER,
+)
+
+
+def poker_play(name: str) -> Callable:
+    """The poker runner as `Runner.play`: `play_duplicate` on the game's table (no turn cap:
+    a poker game ends within a few bets)."""
+
+    def play(learner, opponent, episodes: int, seed: int, parallel: int = 256, turn_cap=None):
+        return play_duplicate(PokerTable(name), learner, opponent, episodes, seed, parallel)
+
+    return play
+
+
+def poker_game(name: str) -> Game:
+    return Game(
+        name,
+        PokerPufferEnv,
+        lambda cfg, seed: dict(game=name, num_games=cfg.env.num_games, seed=seed),
+        FAMILIES[FLAT],
+        lambda cfg: FlatPolicyConfig(GAMES[name].obs_width, NUM_ACTIONS, cfg.policy.hidden_size),
+        lambda cfg: FlatSampler(primary_temperature=cfg.policy.primary_temperature),
+        exact_evaluation,
+        Runner(
+            poker_play(name),
+            poker_bot_side,
+            poker_training_bots,
+            POKER_BOTS,
+            ALWAYS_CALL,
+            False,
+        ),
+    )
+
+
+PLAYABLE = {EMBERFRONT: EMBERFRONT_GAME, **{name: poker_game(name) for name in GAMES}}
+
+
+def game_of(cfg: Config) -> Game:
+    return PLAYABLE[cfg.env.game]

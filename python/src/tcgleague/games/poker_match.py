@@ -1,0 +1,128 @@
+"""The poker games' part of a match and their bots: what the league's evaluation matches play on
+Leduc or Kuhn (game.py hands them to the league as the game's `match.Runner`).
+
+The duplicate format of the one runner (match.play_duplicate): a deal is the cards (each seat's
+private card and the public card), played twice, as dealt and with the private cards exchanged,
+the learner keeping its seat, so card luck cancels; the learner's seat alternates from deal to
+deal. A game is a win, a loss or a split by the sign of the learner's chips, its reward the chips.
+
+Bots: `random` (uniform over the legal actions, its own stream) and `call` (always checks or
+calls: the baseline a league's candidate must beat, a passive player that never folds)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..rng import stream_seed
+from .poker_rows import NO_NOOP, PokerPufferEnv
+from .rules import ACTION_WIDTH, CALL, NUM_ACTIONS, rules_named
+
+RANDOM, ALWAYS_CALL = "random", "call"
+POKER_BOTS = (RANDOM, ALWAYS_CALL)  # what training meets, and the league's baseline is the caller
+
+
+def legal_masks(obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The legal masks of `rows` (the last NUM_ACTIONS bytes of a poker row)."""
+    return obs[rows, -NUM_ACTIONS:] > 0
+
+
+class PokerRandomBot:
+    """Actor: a uniformly random legal action, from its own seeded stream."""
+
+    name = RANDOM
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        legal = legal_masks(obs, rows)
+        pick = (self.rng.random(len(rows)) * legal.sum(1)).astype(np.int64)
+        return (np.cumsum(legal, 1) <= pick[:, None]).sum(1).astype(np.int32)[:, None]
+
+    def reset_rows(self, rows: np.ndarray) -> None:
+        """Stateless."""
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
+
+class CallBot:
+    """Actor: always checks or calls (legal in every decision)."""
+
+    name = ALWAYS_CALL
+
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        return np.full((len(rows), ACTION_WIDTH), CALL, dtype=np.int32)
+
+    def reset_rows(self, rows: np.ndarray) -> None:
+        """Stateless."""
+
+
+def poker_bot(name: str, seed: int = 0):
+    if name == RANDOM:
+        return PokerRandomBot(seed)
+    if name == ALWAYS_CALL:
+        return CallBot()
+    raise ValueError(f"unknown poker bot {name!r}; valid: {', '.join(POKER_BOTS)}")
+
+
+def poker_bot_side(name: str, seed: int = 0) -> Callable:
+    """A bot as a match side (env -> Actor)."""
+    poker_bot(name, seed)  # an unknown name is refused now, not when the match starts
+    return lambda env: poker_bot(name, seed)
+
+
+def poker_training_bots(env, seed: int) -> dict:
+    """The bots training meets, each with its own stream (`env` unused: they search nothing)."""
+    return {RANDOM: PokerRandomBot(stream_seed(seed, "league_random_bot")), ALWAYS_CALL: CallBot()}
+
+
+def deals(n: int, seed: int, game: str) -> np.ndarray:
+    """`n` deals of `game` from `seed`: [n, cards dealt] distinct cards each."""
+    rules = rules_named(game)
+    order = np.random.default_rng([seed, 0x9D]).random((n, rules.deck_size)).argsort(axis=1)
+    return order[:, : rules.cards_dealt].astype(np.int16)
+
+
+class PokerTable:
+    """A poker game's part of a match (match.Table; the runner is match.play_duplicate): a deal
+    is the cards, exchanged between the seats for its second game; a game's result is the sign of
+    the learner's chips, its reward the chips."""
+
+    noop_action_type = NO_NOOP
+
+    def __init__(self, game: str):
+        self.game = game
+
+    def make_env(self, num_games: int, seed: int) -> PokerPufferEnv:
+        return PokerPufferEnv(self.game, num_games=num_games, seed=seed)
+
+    def deals(self, env: PokerPufferEnv, n: int, seed: int) -> np.ndarray:
+        return deals(n, seed, self.game)
+
+    def deal(self, env: PokerPufferEnv, slot: int, deal: np.ndarray, swapped: bool) -> None:
+        cards = deal.copy()
+        if swapped:
+            cards[[0, 1]] = cards[[1, 0]]
+        env.set_deal(np.array([slot]), cards[None])
+
+    def outcome(self, env: PokerPufferEnv, seat: int, info: dict) -> dict:
+        chips = float(info["returns"][seat])
+        return dict(
+            deck="",
+            opp_deck="",
+            went_first=seat == 0,
+            result=int(np.sign(chips)),
+            decisions=info["decisions"],
+            turns=0,
+            truncated=False,
+            reward=chips,
+        )
+
+    def filler(self, seed: int) -> CallBot:
+        return CallBot()

@@ -1,0 +1,293 @@
+"""The game as a plug-in (issue 42): poker behind the PufferLib face the trainer steps, the flat
+policy family's masked softmax, a recurrent policy judged exactly by OpenSpiel, and a Kuhn run
+through train.py that learns (exact exploitability down), resumes exactly, and is judged by
+`python -m tcgleague.exact CKPT` as the trainer judged it; the league on Kuhn, with its own runner,
+bots and member files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.state_compare import assert_same
+from tcgleague import exact
+from tcgleague import train as train_cli
+from tcgleague.checkpoint import CheckpointError, load_checkpoint
+from tcgleague.config import load_config
+from tcgleague.game import poker_play
+from tcgleague.games.poker_match import ALWAYS_CALL, RANDOM, poker_bot_side
+from tcgleague.games.poker_rows import PokerPufferEnv
+from tcgleague.games.rules import GAMES, KUHN, LEDUC, NUM_ACTIONS
+from tcgleague.match import policy_side
+from tcgleague.policy.flat import FlatPolicyConfig, FlatSampler, build_flat_policy
+from tcgleague.rows import RowFormat, finished_games, game_of
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+# OpenSpiel's exploitability of the uniform random policy (exact.py's tests derive them too)
+UNIFORM = {"kuhn": 0.458333333, "leduc": 2.373611111}
+KUHN_RUN = [
+    "--config",
+    "configs/leduc.ini",
+    "--env.game",
+    "kuhn",
+    "--base.run-name",
+    "kuhn",
+    "--env.num-games",
+    "128",
+    "--policy.hidden-size",
+    "32",
+    "--train.total-timesteps",
+    "16384",
+    "--train.batch-size",
+    "2048",
+    "--train.minibatch-size",
+    "512",
+    "--train.learning-rate",
+    "3e-3",
+    "--train.eval-interval",
+    "4",
+    "--train.checkpoint-interval",
+    "4",
+]
+
+
+def random_legal(obs: np.ndarray, masks: np.ndarray, rng: np.random.Generator, legal_offset: int) -> np.ndarray:
+    actions = np.zeros((len(obs), 1), dtype=np.int32)
+    for row in np.flatnonzero(masks):
+        actions[row, 0] = rng.choice(np.flatnonzero(obs[row, legal_offset:]))
+    return actions
+
+
+@pytest.mark.parametrize("game", sorted(GAMES))
+def test_the_poker_env_keeps_the_row_contract_and_resumes_exactly(game):
+    env = PokerPufferEnv(game, num_games=16, seed=3)
+    rules, rng = env.rules, np.random.default_rng(0)
+    assert RowFormat.of(env) == RowFormat(32, rules.obs_width, 1)
+    obs, _ = env.reset()
+    ended = 0
+    for _ in range(60):
+        assert (env.masks.reshape(-1, 2).sum(1) == 1).all(), "one acting row per game"
+        acting = np.flatnonzero(env.masks)
+        assert (obs[acting, rules.legal_offset :].sum(1) >= 1).all() and not obs[~env.masks, rules.legal_offset :].any()
+        obs, rewards, terminals, truncations, infos = env.step(random_legal(obs, env.masks, rng, rules.legal_offset))
+        games = finished_games(terminals, truncations)
+        assert [i["game"] for i in infos] == games.tolist()
+        assert (rewards.reshape(-1, 2).sum(1) == 0).all(), "zero-sum, on both rows of a game that ended"
+        assert not rewards[~np.isin(game_of(np.arange(32)), games)].any()
+        ended += len(games)
+    assert ended > 16
+    saved, twin = env.engine.get_state(), PokerPufferEnv(game, num_games=16, seed=99)
+    twin.reset()
+    twin.engine.set_state(saved)
+    twin.observations[:], twin.masks[:] = env.observations, env.masks
+    for _ in range(30):
+        actions = random_legal(env.observations, env.masks, rng, rules.legal_offset)
+        a, b = env.step(actions), twin.step(actions)
+        for x, y in zip(a[:4], b[:4]):
+            np.testing.assert_array_equal(x, y)
+        assert a[4] == b[4]
+    with pytest.raises(ValueError, match=f"a {game} state of 16 games cannot be loaded into {game} of 8"):
+        PokerPufferEnv(game, num_games=8).engine.set_state(saved)
+
+
+def flat_batch(n=512, seed=0):
+    env = PokerPufferEnv("leduc", num_games=n, seed=seed)
+    obs, _ = env.reset()
+    rng = np.random.default_rng(seed)
+    for _ in range(3):  # rows in several betting states
+        obs, *_ = env.step(random_legal(obs, env.masks, rng, LEDUC.legal_offset))
+    rows = torch.from_numpy(obs[env.masks].copy())
+    policy = build_flat_policy(FlatPolicyConfig(LEDUC.obs_width, NUM_ACTIONS, 16), seed=1)
+    x, ent = policy.encode(rows)
+    out, _ = policy.step(x, (torch.zeros(len(rows), 16), torch.zeros(len(rows), 16)))
+    return policy, rows, out, ent
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.3])
+def test_the_flat_sampler_draws_legal_actions_with_its_own_log_probabilities(eps):
+    policy, rows, out, ent = flat_batch()
+    sampler = FlatSampler(primary_temperature=0.7, smoothing_eps=eps)
+    legal = rows[:, LEDUC.legal_offset :] > 0
+    uniforms = sampler.draw(len(rows), torch.Generator().manual_seed(5))
+    actions, logprob, entropy = sampler.sample_rows(policy, out, ent, rows, uniforms=uniforms)
+    assert actions.shape == (len(rows), 1) and legal.gather(1, actions).all()
+    again, entropy_again = sampler.log_prob_entropy_rows(policy, out, ent, rows, actions)
+    torch.testing.assert_close(again, logprob)
+    torch.testing.assert_close(entropy_again, entropy)
+    p = sampler.listed_log_probs(policy, out, ent, rows).exp()
+    torch.testing.assert_close(p.sum(1), torch.ones(len(rows)))
+    assert (p[~legal] == 0).all() and (p[legal] >= eps / 3 - 1e-6).all()
+    torch.testing.assert_close(-(p * p.clamp(min=1e-30).log()).sum(1), entropy, atol=1e-5, rtol=1e-5)
+    greedy, _, _ = sampler.sample_rows(policy, out, ent, rows, argmax=True)
+    assert (greedy[:, 0] == p.argmax(1)).all()
+    # the draws decide: the empirical frequencies follow p (every row the same: one row repeated)
+    one = rows[:1].expand(20000, -1)
+    x, e = policy.encode(one)
+    o, _ = policy.step(x, (torch.zeros(20000, 16), torch.zeros(20000, 16)))
+    drawn, *_ = sampler.sample_rows(policy, o, e, one, uniforms=sampler.draw(20000, torch.Generator().manual_seed(6)))
+    freq = torch.bincount(drawn[:, 0], minlength=NUM_ACTIONS).float() / 20000
+    torch.testing.assert_close(
+        freq, sampler.listed_log_probs(policy, o[:1], e[:1], one[:1]).exp()[0], atol=0.015, rtol=0
+    )
+
+
+def test_the_flat_samplers_gradients_are_finite_where_actions_are_illegal():
+    policy, rows, out, ent = flat_batch(64)
+    actions, *_ = FlatSampler().sample_rows(policy, out, ent, rows, uniforms=FlatSampler().draw(64, torch.Generator()))
+    logprob, entropy = FlatSampler().log_prob_entropy_rows(policy, out, ent, rows, actions)
+    (logprob.sum() + entropy.sum()).backward()
+    assert all(torch.isfinite(p.grad).all() for p in policy.parameters() if p.grad is not None)
+
+
+@pytest.mark.parametrize("rules", [KUHN, LEDUC], ids=["kuhn", "leduc"])
+def test_a_recurrent_policy_is_judged_exactly_in_one_batch(rules):
+    policy = build_flat_policy(FlatPolicyConfig(rules.obs_width, NUM_ACTIONS, 16), seed=2)
+    sampler = FlatSampler()
+    batched = exact.recurrent_policy(rules, policy, sampler)
+
+    def one_state_at_a_time(rows: np.ndarray) -> np.ndarray:  # the LSTM along this state's rows alone
+        h = c = torch.zeros(1, 16)
+        for row in torch.from_numpy(rows.astype(np.uint8)):
+            x, ent = policy.encode(row[None])
+            out, (h, c) = policy.step(x, (h, c))
+        with torch.no_grad():
+            return sampler.listed_log_probs(policy, out, ent, row[None]).exp()[0].numpy()
+
+    judged = exact.measure(rules, batched)
+    assert judged.exploitability == pytest.approx(
+        exact.measure(rules, exact.rows_policy(rules, one_state_at_a_time)).exploitability, abs=1e-5
+    )
+    with torch.no_grad():  # a policy whose logits are all equal is uniform random play
+        policy.actor.weight.zero_()
+        policy.actor.bias.zero_()
+    assert exact.policy_exploitability(rules, policy, sampler).exploitability == pytest.approx(
+        UNIFORM[rules.name], abs=1e-6
+    )
+
+
+@pytest.fixture(scope="module")
+def kuhn_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("kuhn")
+    assert train_cli.main([*KUHN_RUN, "--base.experiments-dir", str(base)]) == 0
+    (run_dir,) = [p for p in base.iterdir() if p.is_dir()]
+    return base, run_dir
+
+
+def test_a_kuhn_run_learns_on_the_exact_judge_and_its_checkpoint_says_so(kuhn_run, tmp_path, capsys):
+    _, run_dir = kuhn_run
+    lines = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    judged = [m["eval/exploitability"] for m in lines if "eval/exploitability" in m]
+    assert len(judged) == 2 and judged[-1] < 0.8 * UNIFORM["kuhn"], judged
+    capsys.readouterr()
+    assert exact.main([str(run_dir / "model_kuhn_000008.pt"), "--json", str(tmp_path / "out.json")]) == 0
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert report["game"] == "kuhn" and report["exploitability"] == pytest.approx(judged[-1], abs=1e-9)
+    assert exact.main([str(run_dir / "model_kuhn_000008.pt"), "--game", "leduc"]) == 2
+    assert "plays kuhn; the exact judge takes leduc checkpoints" in capsys.readouterr().err
+
+
+def test_a_kuhn_run_resumes_exactly_and_is_refused_by_another_game(kuhn_run):
+    base, run_a = kuhn_run
+    resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
+    assert train_cli.main([*KUHN_RUN, "--base.experiments-dir", str(base), *resume]) == 0
+    (run_b,) = [p for p in base.iterdir() if p.is_dir() and p != run_a]
+    a, b = (torch.load(r / "model_kuhn_000008.pt", weights_only=True) for r in (run_a, run_b))
+    for key in ("policy", "optimizer", "rng", "run_state"):
+        assert_same(a[key], b[key], key)
+    assert a["fingerprint"]["game"] == "kuhn"
+    emberfront = load_config(Path("configs/smoke.ini"), [])
+    with pytest.raises(CheckpointError, match="plays kuhn, not emberfront"):
+        load_checkpoint(run_a / "model_kuhn_000004.pt", None, game=emberfront.env.game)
+
+
+# ---- the league on poker --------------------------------------------------------------------------
+def test_the_poker_runner_plays_duplicate_deals_whatever_the_batch():
+    call, leduc, kuhn = poker_bot_side(ALWAYS_CALL), poker_play("leduc"), poker_play("kuhn")
+    even = leduc(call, call, 200, seed=3)
+    assert even.games == 200 and even.reward_per_game == 0 and even.tally.wins == even.tally.losses, (
+        "duplicate deals cancel"
+    )
+    policy = build_flat_policy(FlatPolicyConfig(KUHN.obs_width, NUM_ACTIONS, 16), seed=4)
+    argmax = policy_side(policy, FlatSampler(), seed=0, argmax=True)
+    wide = kuhn(argmax, call, 300, seed=5)
+    narrow = kuhn(argmax, call, 300, seed=5, parallel=7)
+    assert (wide.tally, wide.reward_per_game) == (narrow.tally, narrow.reward_per_game) and wide.games == 300
+    random = leduc(poker_bot_side(RANDOM, 1), call, 400, seed=6)  # every action it takes is legal
+    assert random.tally == leduc(poker_bot_side(RANDOM, 1), call, 400, seed=6).tally
+    with pytest.raises(ValueError, match="unknown poker bot 'greedy'; valid: random, call"):
+        poker_bot_side("greedy")
+
+
+KUHN_LEAGUE = [
+    *KUHN_RUN,
+    "--league-enable",
+    "--league.checkpoint-add-interval",
+    "2",
+    "--league.latest-ratio",
+    "0.4",
+    "--league.bot-ratio",
+    "0.2",
+    "--league.eval-games",
+    "32",
+    "--league.promotion-min-games",
+    "32",
+    "--train.checkpoint-interval",
+    "2",
+]
+
+
+def test_a_kuhn_league_plays_its_own_bots_and_members_and_resumes_exactly(tmp_path):
+    base = tmp_path / "league"
+    assert train_cli.main([*KUHN_LEAGUE, "--base.experiments-dir", str(base)]) == 0
+    (run_a,) = [p for p in base.iterdir() if p.is_dir()]
+    events = [json.loads(x) for x in (run_a / "league" / "events.jsonl").read_text().splitlines()]
+    baseline = [e for e in events if e["kind"] == "match" and e["role"] == "baseline"]
+    assert baseline and {e["opponent"] for e in baseline} == {ALWAYS_CALL} and all(e["games"] == 32 for e in baseline)
+    members = sorted((run_a / "league" / "members").glob("*.pt"))
+    assert members and torch.load(members[0], weights_only=True)["fingerprint"]["game"] == "kuhn"
+    assert load_checkpoint(members[0]).policy_config.family == "flat_lstm"
+    metrics = [json.loads(x) for x in (run_a / "metrics.jsonl").read_text().splitlines()]
+    assert metrics[-1]["league/bot_fraction"] > 0 and "eval/exploitability" in metrics[-1]
+    resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
+    assert train_cli.main([*KUHN_LEAGUE, "--base.experiments-dir", str(base), *resume]) == 0
+    (run_b,) = [p for p in base.iterdir() if p.is_dir() and p != run_a]
+    a, b = (torch.load(r / "model_kuhn_000008.pt", weights_only=True) for r in (run_a, run_b))
+    for key in ("policy", "optimizer", "run_state"):
+        assert_same(a[key], b[key], key)
+    assert a["league"]["league"]["matchmaker"] == b["league"]["league"]["matchmaker"]
+
+
+def test_bench_learn_judges_a_poker_league_and_its_self_play_exactly(tmp_path):
+    out = tmp_path / "learn.json"
+    cmd = [sys.executable, "-m", "tcgleague.bench", "learn", "--league", "--config", "configs/leduc.ini"]
+    cmd += ["--steps", "8192", "--eval-every", "4096", "--episodes", "64", "--json", str(out)]
+    cmd += [
+        "--env.game",
+        "kuhn",
+        "--env.num-games",
+        "64",
+        "--train.batch-size",
+        "2048",
+        "--train.minibatch-size",
+        "512",
+    ]
+    cmd += ["--league.checkpoint-add-interval", "1", "--base.experiments-dir", str(tmp_path / "runs")]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(out.read_text())
+    for name in ("league", "selfplay"):
+        run = figures[name]
+        assert run["steps"] == 8192 and [p["step"] for p in run["curve"]] == [4096, 8192]
+        assert run["exploitability"] == pytest.approx(
+            exact.checkpoint_exploitability(Path(run["checkpoint"])).exploitability
+        )
+        assert run["curve"][-1]["exploitability"] == pytest.approx(run["exploitability"])  # the final, evaluated
+    assert figures["games_league_vs_selfplay"] == 64 and -13 <= figures["chips_per_game_league_vs_selfplay"] <= 13
+    assert "league below self-play and below the target" in done.stdout
