@@ -47,6 +47,7 @@ SOURCE_PATTERNS = (
     "transfer.py",
     "ppo.py",
     "policy/flat.py",
+    "policy/sampling.py",
     "games/*.py",
 )
 ACTION_SPACE_KEYS = (

@@ -10,6 +10,8 @@ contract and nothing else."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import fields
 from typing import Any, Protocol
 
 import torch
@@ -70,3 +72,26 @@ def freeze(policy: nn.Module) -> nn.Module:
     policy.eval()
     policy.requires_grad_(False)
     return policy
+
+
+def seeded(make: Callable[[], nn.Module], seed: int) -> nn.Module:
+    """`make()` initialised from `seed` without touching the global torch RNG (building a policy,
+    e.g. loading a league member, must not move anybody else's random stream)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return make()
+
+
+def with_weights(policy: nn.Module, state_dict: dict) -> nn.Module:
+    """`policy` holding `state_dict` (compiled or not); raises on a mismatch."""
+    policy.load_state_dict(strip_compile_prefix(state_dict), strict=True)
+    return policy
+
+
+def config_from_dict(cls: type, d: dict):
+    """An architecture dataclass from its stored dict, refusing keys it does not have."""
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(d) - known)
+    if unknown:
+        raise ValueError(f"{cls.__name__}.from_dict: unknown keys {unknown}; valid keys: {sorted(known)}")
+    return cls(**d)

@@ -20,11 +20,10 @@ import torch
 from torch import nn
 
 from ..recurrent import lstm_cell
-from .family import strip_compile_prefix
-from .tcg_sampler import PARAM_NAMES, check_eps, check_temperature, stage_logp
+from .family import config_from_dict, seeded, with_weights
+from .sampling import SamplingParameters, stage_logp
 
 FAMILY = "flat_lstm"  # the name a checkpoint's policy_config carries (policy/families.py)
-_NEG = -1e9  # an illegal action's logit: probability exactly 0, gradients finite
 MAX_ACTIONS = 8  # uniform draws per decision: a flat game has at most this many actions
 
 
@@ -60,11 +59,7 @@ class FlatPolicyConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> FlatPolicyConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"FlatPolicyConfig.from_dict: unknown keys {unknown}; valid keys: {sorted(known)}")
-        return cls(**d)
+        return config_from_dict(cls, d)
 
 
 class FlatPolicy(nn.Module):
@@ -99,46 +94,16 @@ class FlatPolicy(nn.Module):
 
 def build_flat_policy(config: FlatPolicyConfig, seed: int = 0) -> FlatPolicy:
     """A FlatPolicy initialised from `seed` without touching the global torch RNG."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return FlatPolicy(config)
+    return seeded(lambda: FlatPolicy(config), seed)
 
 
 def flat_policy_from_state(state_dict: dict, config: FlatPolicyConfig) -> FlatPolicy:
     """A FlatPolicy holding `state_dict` (compiled or not); raises on a mismatch."""
-    policy = build_flat_policy(config)
-    policy.load_state_dict(strip_compile_prefix(state_dict), strict=True)
-    return policy
+    return with_weights(build_flat_policy(config), state_dict)
 
 
-class FlatSampler:
+class FlatSampler(SamplingParameters):
     """Masked softmax over one action, with runtime-settable temperature and smoothing."""
-
-    def __init__(self, primary_temperature: float = 1.0, smoothing_eps: float = 0.0):
-        self._params = torch.tensor([1.0, 1.0, 0.0])
-        self.set_sampling_params(primary_temperature=primary_temperature, smoothing_eps=smoothing_eps)
-
-    def set_sampling_params(self, primary_temperature=None, subaction_temperature=None, smoothing_eps=None) -> None:
-        new = self._params.clone()
-        if primary_temperature is not None:
-            new[0] = check_temperature("primary_temperature", primary_temperature)
-        if subaction_temperature is not None:
-            new[1] = check_temperature("subaction_temperature", subaction_temperature)
-        if smoothing_eps is not None:
-            new[2] = check_eps(smoothing_eps)
-        self._params.copy_(new)  # in place: compiled code holding the tensor sees the new values
-
-    @classmethod
-    def from_params(cls, params: dict | None) -> FlatSampler:
-        sampler = cls()
-        sampler.set_sampling_params(**{k: v for k, v in (params or {}).items() if k in PARAM_NAMES})
-        return sampler
-
-    def get_sampling_params(self) -> dict:
-        return dict(zip(PARAM_NAMES, (float(v) for v in self._params.tolist())))
-
-    def params_tensor(self, device=None) -> torch.Tensor:
-        return self._params.clone() if device is None else self._params.to(device, copy=True)
 
     def draws_buffer(self, n: int, device: torch.device) -> torch.Tensor:
         return torch.zeros(n, MAX_ACTIONS, device=device)

@@ -31,7 +31,7 @@ from ..engine import LAYOUT
 from ..layout import wide_features
 from ..recurrent import lstm_cell
 from .attention import EntityAttention
-from .family import strip_compile_prefix
+from .family import config_from_dict, seeded, with_weights
 from .features import (
     DEFAULT_SCALE,
     EFFECT_SCALES,
@@ -73,11 +73,7 @@ class PolicyConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> PolicyConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise ValueError(f"PolicyConfig.from_dict: unknown keys {unknown}; valid keys: {sorted(known)}")
-        return cls(**d)
+        return config_from_dict(cls, d)
 
 
 def gather_rows(ent: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -362,13 +358,9 @@ class TCGPolicy(nn.Module):
 def build_policy(config: PolicyConfig, seed: int = 0) -> TCGPolicy:
     """A TCGPolicy initialised from `seed` without touching the global torch RNG (building a
     policy, e.g. loading a league member, must not move anybody else's random stream)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return TCGPolicy(config)
+    return seeded(lambda: TCGPolicy(config), seed)
 
 
 def policy_from_state(state_dict: dict, config: PolicyConfig) -> TCGPolicy:
     """A TCGPolicy holding `state_dict` (compiled or not); raises on a mismatch."""
-    policy = build_policy(config)
-    policy.load_state_dict(strip_compile_prefix(state_dict), strict=True)
-    return policy
+    return with_weights(build_policy(config), state_dict)

@@ -28,9 +28,8 @@ import math
 import torch
 
 from ..layout import HEAD_SIZES, effects_from_obs, legal_from_obs
+from .sampling import MASKED, SamplingParameters, stage_logp
 
-PARAM_NAMES = ("primary_temperature", "subaction_temperature", "smoothing_eps")
-_NEG = -1e9  # masked logit: exp underflows to exactly 0, but finite (no NaN in gradients)
 UNIFORM_WIDTH = max(HEAD_SIZES)  # uniform draws per sampling stage
 
 
@@ -42,45 +41,10 @@ def draw_uniforms(n: int, generator: torch.Generator, out: torch.Tensor | None =
     return torch.rand(n, 4, UNIFORM_WIDTH, generator=generator, device=generator.device, out=out)
 
 
-def check_temperature(name: str, value) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number > 0, got {value!r}") from None
-    if isinstance(value, bool) or not math.isfinite(v) or not v > 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return v
-
-
-def check_eps(value) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"smoothing_eps must be a number in [0, 1), got {value!r}") from None
-    if isinstance(value, bool) or not (0.0 <= v < 1.0):
-        raise ValueError(f"smoothing_eps must be in [0, 1), got {value!r}")
-    return v
-
-
 def _stage_mask(values: torch.Tensor, consistent: torch.Tensor, n: int) -> torch.Tensor:
     """values [B, L] long, consistent [B, L] bool -> [B, n] bool: values present in consistent tuples."""
     z = torch.zeros(values.shape[0], n, dtype=torch.float32, device=values.device)
     return z.scatter_add(1, values.clamp(0, n - 1), consistent.to(torch.float32)) > 0  # out of place: vmap-able
-
-
-def stage_logp(
-    logits: torch.Tensor, mask: torch.Tensor, temperature: torch.Tensor, eps: torch.Tensor | None
-) -> torch.Tensor:
-    """log p of the stage distribution [B, n]; illegal values get ~-1e9 (p exactly 0)."""
-    z = torch.where(mask, logits.float() / temperature[:, None], torch.full_like(logits, _NEG, dtype=torch.float32))
-    logp = torch.log_softmax(z, -1)
-    if eps is None:
-        return logp
-    n_legal = mask.sum(-1, keepdim=True).clamp(min=1).to(logp.dtype)
-    e = eps[:, None]
-    log_uniform = torch.where(mask, torch.log(e) - torch.log(n_legal), torch.full_like(logp, _NEG))
-    # logaddexp(log((1-eps) p), log(eps / n)); log(0) = -inf when eps = 0 leaves logp unchanged.
-    return torch.logaddexp(torch.log1p(-e) + logp, log_uniform)
 
 
 def _draws(B: int, stage: int, width: int, uniforms, generator, device) -> torch.Tensor:
@@ -97,41 +61,8 @@ def _entropy(logp: torch.Tensor) -> torch.Tensor:
     return -(logp.exp() * logp).sum(-1)
 
 
-class TCGSampler:
+class TCGSampler(SamplingParameters):
     """Masked autoregressive sampler with runtime-settable temperatures and smoothing."""
-
-    def __init__(
-        self, primary_temperature: float = 1.0, subaction_temperature: float = 1.0, smoothing_eps: float = 0.0
-    ):
-        self._params = torch.zeros(3, dtype=torch.float32)
-        self._params[:] = torch.tensor([1.0, 1.0, 0.0])
-        self.set_sampling_params(primary_temperature, subaction_temperature, smoothing_eps)
-
-    # ------------------------------------------------------------------ parameters
-    def set_sampling_params(self, primary_temperature=None, subaction_temperature=None, smoothing_eps=None) -> None:
-        new = self._params.clone()
-        if primary_temperature is not None:
-            new[0] = check_temperature("primary_temperature", primary_temperature)
-        if subaction_temperature is not None:
-            new[1] = check_temperature("subaction_temperature", subaction_temperature)
-        if smoothing_eps is not None:
-            new[2] = check_eps(smoothing_eps)
-        self._params.copy_(new)  # in place: compiled code holding the tensor sees the new values
-
-    @classmethod
-    def from_params(cls, params: dict | None) -> TCGSampler:
-        """A sampler set to `params` (a `get_sampling_params()` dict, e.g. a checkpoint's); keys
-        that are not sampling parameters are ignored, missing ones keep their defaults."""
-        sampler = cls()
-        sampler.set_sampling_params(**{k: v for k, v in (params or {}).items() if k in PARAM_NAMES})
-        return sampler
-
-    def get_sampling_params(self) -> dict:
-        return dict(zip(PARAM_NAMES, (float(v) for v in self._params.tolist())))
-
-    def params_tensor(self, device=None) -> torch.Tensor:
-        """A copy of the current parameters as a float32 tensor [3] (store it per step for PPO)."""
-        return self._params.clone() if device is None else self._params.to(device, copy=True)
 
     # ------------------------------------------------------------------ from observation rows
     # What the learning stack calls (actors.PolicyStep and PolicyActor, the PPO loss, the frozen
@@ -311,5 +242,5 @@ class TCGSampler:
             actions = legal.gather(1, index[:, None, None].expand(B, 1, 4)).squeeze(1)
         # an action's probability is its tuple's (summed, should the list repeat a tuple)
         named = (legal == actions[:, None, :]).all(-1) & mask
-        logprob = torch.logsumexp(torch.where(named, logp, torch.full_like(logp, _NEG)), -1)
+        logprob = torch.logsumexp(torch.where(named, logp, torch.full_like(logp, MASKED)), -1)
         return actions, logprob, _entropy(logp.masked_fill(~mask, 0.0))
