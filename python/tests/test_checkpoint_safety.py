@@ -30,13 +30,13 @@ from tcgleague.bots import random_actions
 from tcgleague.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, save_policy, write_checkpoint
 from tcgleague.checkpoint import convert as checkpoint_cli
 from tcgleague.config import load_config
+from tcgleague.emberfront_match import EMBERFRONT_RUNNER
 from tcgleague.engine import LAYOUT
 from tcgleague.env import TCGEnv
 from tcgleague.fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
 from tcgleague.games.rules import EMBERFRONT
 from tcgleague.league import LeagueManager
 from tcgleague.league.members import MemberStore
-from tcgleague.match import EMBERFRONT_RUNNER
 from tcgleague.policy import tcg_policy
 
 SMOKE = "configs/smoke.ini"

@@ -21,10 +21,10 @@ from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.devices import loss_compile_mode
 from tcgleague.dist import SINGLE, Dist, merge_rank_metrics, weights_digest
+from tcgleague.emberfront_match import EMBERFRONT_RUNNER
 from tcgleague.engine.cards import load_card_pool
 from tcgleague.games.rules import EMBERFRONT
 from tcgleague.league import LeagueManager
-from tcgleague.match import EMBERFRONT_RUNNER
 from tcgleague.policy.tcg_policy import PolicyConfig, build_policy
 from tcgleague.scoring import Tally
 

@@ -21,6 +21,7 @@ from tcgleague.build import build_trainer
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.dist import SINGLE
+from tcgleague.emberfront_match import EMBERFRONT_RUNNER, bot_side, play_match
 from tcgleague.env import TCGEnv
 from tcgleague.games.rules import EMBERFRONT
 from tcgleague.layout import ACTION_WIDTH, DRAW, OBS_BYTES
@@ -32,7 +33,6 @@ from tcgleague.league.member_matches import MemberMatches
 from tcgleague.league.members import MemberStore
 from tcgleague.league.promotion import decide, retain_ids
 from tcgleague.league.ratings import Payoff, interleave
-from tcgleague.match import EMBERFRONT_RUNNER, bot_side, play_match
 from tcgleague.opponent_side import Origin
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
 from tcgleague.policy.tcg_sampler import TCGSampler

@@ -20,11 +20,11 @@ from tcgleague.checkpoint.league_fields import pending_evaluation
 from tcgleague.config import ConfigError, load_config
 from tcgleague.devices import league_evaluation
 from tcgleague.dist import SINGLE
+from tcgleague.emberfront_match import EMBERFRONT_RUNNER
 from tcgleague.env import TCGEnv
 from tcgleague.games.rules import EMBERFRONT
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.epoch import LeagueEpoch
-from tcgleague.match import EMBERFRONT_RUNNER
 from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.rows import RowFormat

@@ -1,4 +1,4 @@
-"""The game runner (match.play_match): the duplicate format (the learner plays both hands of every
+"""The game runner (emberfront_match.play_match): the duplicate format (the learner plays both hands of every
 deal, in one seat), the schedule's size and seat balance, seeding, and results from the learner's
 side."""
 
@@ -13,8 +13,9 @@ import torch
 
 from tcgleague.bots import GREEDY, RANDOM
 from tcgleague.checkpoint import load_checkpoint
+from tcgleague.emberfront_match import bot_side, make_deals, play_match
 from tcgleague.env import TCGEnv
-from tcgleague.match import bot_side, make_deals, play_match, policy_side
+from tcgleague.match import policy_side
 from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
 from tcgleague.policy.tcg_sampler import TCGSampler
 

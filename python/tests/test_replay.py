@@ -18,10 +18,11 @@ import pytest
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
+from tcgleague.emberfront_match import Deal, bot_side, deal_game, play_match
 from tcgleague.engine.position import read_position
 from tcgleague.env import TCGEnv
 from tcgleague.layout import DRAW, legal_actions, legal_tuples
-from tcgleague.match import Deal, bot_side, deal_game, play_match, policy_side
+from tcgleague.match import policy_side
 from tcgleague.replay import __main__ as replay_cli
 from tcgleague.replay.record import FORMAT, record_match
 from tcgleague.replay.viewer import REPLAYS_FILE, VIEWER_FILE, combined_replays, read_replays, viewer_html

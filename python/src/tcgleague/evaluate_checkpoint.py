@@ -1,5 +1,5 @@
 """`python -m tcgleague.evaluate_checkpoint CHECKPOINT [--opponent random|greedy|PATH] ...`:
-plays a checkpoint in the duplicate format (match.play_match, the game runner) and reports W/L/D, the win
+plays a checkpoint in the duplicate format (emberfront_match.play_match, the game runner) and reports W/L/D, the win
 rate with a Wilson interval, mean length, entropy, noop rate, and per-deck / per-seat /
 turn-order tables.
 
@@ -32,10 +32,11 @@ from rich.table import Table
 from .bots import SCRIPTED
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
+from .emberfront_match import bot_side, play_match
 from .errors import ArgumentError, entry_point, output_file, write_report
 from .games.rules import EMBERFRONT
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
-from .match import ActorFactory, MatchRecorder, bot_side, play_match, policy_side
+from .match import ActorFactory, MatchRecorder, policy_side
 from .replay import ReplayRecorder, replay_document, write_replays
 from .replay.viewer import RUN_REPLAYS
 from .report.panels import log_evaluation

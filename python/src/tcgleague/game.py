@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Config
+from .emberfront_match import EMBERFRONT_RUNNER, evaluate_vs_bots
 from .engine.cards import load_card_pool
 from .env import TCGEnv
 from .exact import policy_exploitability
 from .games.poker_match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
 from .games.poker_rows import PokerPufferEnv
 from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS
-from .match import EMBERFRONT_RUNNER, Runner, evaluate_vs_bots, play_duplicate
+from .match import Runner, play_duplicate
 from .policy.families import FAMILIES, FLAT, TCG, PolicyFamily
 from .policy.family import Policy, Sampler
 from .policy.flat import FlatPolicyConfig, FlatSampler

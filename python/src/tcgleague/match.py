@@ -1,19 +1,17 @@
-"""The game runner: every match in tcgleague is played here (evaluate_checkpoint, the trainer's
-periodic evaluation, league candidate matches, the benchmarks).
+"""The game runner: every match in tcgleague is played by `play_duplicate` (evaluate_checkpoint,
+the trainer's periodic evaluation, league candidate matches, the benchmarks), whatever the game;
+a game brings its `Table` (its env, its deals, a finished game's record: Emberfront's in
+emberfront_match.py, poker's in games/poker_match.py) and, for the league, its `Runner`.
 
-A match is `learner` vs `opponent`, two Actors, in the *duplicate* format. A deal is (seed,
-deck X, deck Y): the shuffles, the opening hands and who goes first. Each deal is played twice,
-once as dealt and once with the seats exchanged (`env.set_deal(..., swapped)`), and the learner
-keeps its seat, so it plays both hands of every deal - once going first, once second - and deal
-luck cancels. The learner's seat alternates from deal to deal, so both seats are covered evenly.
-Deals are pre-generated from the match seed, so two policies evaluated with the same seed play
-the very same games, and every scheduled game is counted (no bias towards short games).
-
-    report = play_match(policy_side(policy, sampler, seed=0), bot_side("greedy"), episodes=1000, seed=0)
-    report.winrate, report.wilson, report.summary()
+A match is `learner` vs `opponent`, two Actors, in the *duplicate* format: each deal is played
+twice, once as dealt and once with the seats' hands exchanged, and the learner keeps its seat,
+so it plays both hands of every deal and deal luck cancels. The learner's seat alternates from
+deal to deal, so both seats are covered evenly. Deals are pre-generated from the match seed, so
+two policies evaluated with the same seed play the very same games, and every scheduled game is
+counted (no bias towards short games).
 
 A *side* is a function `(env) -> Actor`: the runner makes the env, then each side's Actor for it
-(an Actor's per-row state and the greedy bot's search are bound to that env)."""
+(an Actor's per-row state and Emberfront's greedy search are bound to that env)."""
 
 from __future__ import annotations
 
@@ -21,21 +19,17 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from .actors import Actor, PolicyActor
-from .bots import BOTS, GREEDY, SCRIPTED, RandomBot, make_bot, training_bots
-from .env import TCGEnv
-from .layout import DEFAULT_TURN_CAP, DRAW, PASS
 from .policy.family import Policy, Sampler
-from .rng import stream_seed
 from .rows import finished_games, game_of, rows_of, seat_of
 from .scoring import Tally
 
-ActorFactory = Callable[[TCGEnv], Actor]  # one side of a match: makes its Actor for the runner's env
+ActorFactory = Callable[[Any], Actor]  # one side of a match: makes its Actor for the runner's env
 
 
 def policy_side(
@@ -44,45 +38,11 @@ def policy_side(
     """A policy (the learner, a checkpoint, a league member) as a match side, sampling from
     its own generator seeded with `seed`."""
 
-    def make(env: TCGEnv) -> PolicyActor:
+    def make(env) -> PolicyActor:
         generator = torch.Generator(device=next(policy.parameters()).device).manual_seed(seed)
         return PolicyActor(policy, sampler, env.num_agents, generator, argmax, name)
 
     return make
-
-
-def bot_side(name: str, seed: int = 0) -> ActorFactory:
-    """A bot (bots.SCRIPTED: "random", "greedy" or "lookahead_greedy") as a match side."""
-    if name not in SCRIPTED:
-        raise ValueError(f"unknown bot {name!r}; valid: {', '.join(SCRIPTED)}")
-    return lambda env: make_bot(name, env, seed)
-
-
-@dataclass(frozen=True)
-class Deal:
-    seed: int
-    deck_x: int
-    deck_y: int
-
-
-def make_deals(n: int, seed: int, n_decks: int, decks: tuple[int, int] | None = None) -> list[Deal]:
-    """`n` deals from `seed`: a 62-bit game seed and two starter decks drawn uniformly each
-    (or always the deck pair `decks`)."""
-    rng = np.random.default_rng([seed, 0x5EA1])
-    seeds = rng.integers(0, 2**62, size=n, dtype=np.int64)
-    drawn = rng.integers(0, n_decks, size=(n, 2))
-    if decks is not None:
-        drawn[:] = decks
-    return [Deal(int(s), int(x), int(y)) for s, (x, y) in zip(seeds, drawn)]
-
-
-def deal_game(env: TCGEnv, game: int, deal: Deal, swapped: bool) -> None:
-    """Starts `env`'s game `game` on `deal`, as dealt or with the seats exchanged (how the
-    runner plays both hands of a deal, and how a replay re-plays one of its games)."""
-    if swapped:
-        env.set_deal(game, deal.seed, deal.deck_y, deal.deck_x, True)
-    else:
-        env.set_deal(game, deal.seed, deal.deck_x, deal.deck_y, False)
 
 
 @dataclass
@@ -196,14 +156,14 @@ class MatchReport:
 
 
 class MatchRecorder(Protocol):
-    """What `play_match` tells a recorder (replay.record.ReplayRecorder) about its games, when it
+    """What the runner tells a recorder (replay.record.ReplayRecorder) about its games, when it
     is given one: a scheduled game starting in an env game slot, every decision of either side
     before the env steps (the board it was taken on is still in `env`), and each game's end.
     Without one the runner pays nothing: each call is behind a None check."""
 
-    def game_started(self, slot: int, game: int, deal: Deal, swapped: bool) -> None: ...
+    def game_started(self, slot: int, game: int, deal: Any, swapped: bool) -> None: ...
 
-    def decided(self, env: TCGEnv, obs: np.ndarray, rows: np.ndarray, actions: np.ndarray, actor: Actor) -> None: ...
+    def decided(self, env: Any, obs: np.ndarray, rows: np.ndarray, actions: np.ndarray, actor: Actor) -> None: ...
 
     def game_ended(self, slot: int, record: GameRecord) -> None: ...
 
@@ -225,56 +185,6 @@ class Table(Protocol):
         """A finished game's GameRecord fields from seat `seat`'s side (all but deal, swapped, seat)."""
 
     def filler(self, seed: int) -> Actor: ...
-
-
-class EmberfrontTable:
-    """Emberfront's part of a match: deals are (game seed, deck X, deck Y), both decks drawn
-    uniformly from the starter decks (or always the pair `decks`), games capped at `turn_cap`."""
-
-    noop_action_type = PASS
-
-    def __init__(self, turn_cap: int = DEFAULT_TURN_CAP, decks: tuple[int, int] | None = None):
-        self.turn_cap, self.decks = turn_cap, decks
-
-    def make_env(self, num_games: int, seed: int) -> TCGEnv:
-        return TCGEnv(num_games=num_games, seed=seed, turn_cap=self.turn_cap)
-
-    def deals(self, env: TCGEnv, n: int, seed: int) -> list[Deal]:
-        return make_deals(n, seed, len(env.pool.deck_names), self.decks)
-
-    def deal(self, env: TCGEnv, slot: int, deal: Deal, swapped: bool) -> None:
-        deal_game(env, slot, deal, swapped)
-
-    def outcome(self, env: TCGEnv, seat: int, info: dict) -> dict:
-        names, winner = env.pool.deck_names, info["winner"]
-        result = 0 if winner == DRAW else (1 if winner == seat else -1)
-        return dict(
-            deck=names[info[f"deck{seat}"]],
-            opp_deck=names[info[f"deck{1 - seat}"]],
-            went_first=info["first_player"] == seat,
-            result=result,
-            decisions=int(info["decisions"]),
-            turns=int(info["turns"]),
-            truncated=bool(info["truncated"]),
-            reward=float(result),
-        )
-
-    def filler(self, seed: int) -> Actor:
-        return RandomBot(stream_seed(seed, "match_filler"))
-
-
-def play_match(
-    learner: ActorFactory,
-    opponent: ActorFactory,
-    episodes: int,
-    seed: int,
-    parallel: int = 256,
-    turn_cap: int = DEFAULT_TURN_CAP,
-    decks: tuple[int, int] | None = None,
-    recorder: MatchRecorder | None = None,
-) -> MatchReport:
-    """An Emberfront match (`play_duplicate` on `EmberfrontTable(turn_cap, decks)`)."""
-    return play_duplicate(EmberfrontTable(turn_cap, decks), learner, opponent, episodes, seed, parallel, recorder)
 
 
 @torch.no_grad()
@@ -374,22 +284,3 @@ class Runner:
     """the bot a league candidate must beat"""
     records: bool
     """whether the replay recorder can record its games (Emberfront's viewer)"""
-
-
-EMBERFRONT_RUNNER = Runner(play_match, bot_side, training_bots, BOTS, GREEDY, True)
-
-
-def evaluate_vs_bots(policy: Policy, sampler: Sampler, games: int, seed: int, turn_cap: int) -> dict:
-    """eval/winrate_vs_<bot> and eval/games_vs_<bot>: a duplicate match vs each bot, on `seed`'s deals."""
-    out = {}
-    for bot in BOTS:
-        report = play_match(
-            policy_side(policy, sampler, seed),
-            bot_side(bot, stream_seed(seed, "second_side")),
-            games,
-            seed,
-            turn_cap=turn_cap,
-        )
-        out[f"eval/winrate_vs_{bot}"] = report.winrate
-        out[f"eval/games_vs_{bot}"] = float(report.games)
-    return out

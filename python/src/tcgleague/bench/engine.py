@@ -14,10 +14,10 @@ from rich.console import Console
 from rich.table import Table
 
 from ..bots import GREEDY, RANDOM, random_actions
+from ..emberfront_match import bot_side, play_match
 from ..env import TCGEnv
 from ..games.poker import PokerEnv
 from ..games.rules import GAMES, NUM_ACTIONS, PokerRules
-from ..match import bot_side, play_match
 from ..perf import tune_process
 from ..rng import stream_seed
 from ..scoring import winrate
@@ -48,7 +48,7 @@ def measure_speed(games: int, seconds: float, seed: int, threads: int = 1) -> fl
     """Random-legal decisions per second through the vectorized step, observation writes
     included; the batched bot acts for the deciding row of every game (masks). This is a timing
     loop over raw env steps (games restart themselves, nothing is scored), not a match: matches
-    are match.play_match's."""
+    are emberfront_match.play_match's."""
     env = TCGEnv(num_games=games, seed=seed, num_threads=threads)
     obs, _ = env.reset()
     rng = np.random.default_rng(seed)

@@ -1,5 +1,6 @@
-"""The league's evaluation matches: two ids (bots or pool members) through the one game runner
-(match.play_match, duplicate deals), and a few games of each recorded for the replay viewer.
+"""The league's evaluation matches: two ids (bots or pool members) through the game's runner
+(match.Runner: the one duplicate loop on the game's table), and a few games of each recorded for
+the replay viewer (where the game's games can be recorded).
 
 A candidate's matches are recorded when it is judged: the first `replay_games` games of each,
 written to `<run>/replays/league_<a>_vs_<b>/` (replay.viewer.write_replays: replays.json and a

@@ -16,7 +16,6 @@ import numpy as np
 import torch
 
 from ..actors import Actor
-from ..bots import RANDOM
 from ..checkpoint import CheckpointError
 from ..checkpoint.league_fields import league_field, running_league
 from ..config import LeagueSection
@@ -55,7 +54,7 @@ class LeagueOpponents:
 
     `bots`: the game's bots training meets, by name (match.Runner.training_bots; Emberfront's
     greedy searches in the in-process engine, which the league never steps itself); every game's
-    set has "random", whose stream the checkpoint keeps.
+    set has one bot with a random stream ("random"), which the checkpoint keeps.
     `device`: the run's (the frozen pool's forwards). `exploiter`: the main exploiter
     ([league] exploiter_ratio > 0; one process only). `fixed_shapes`: the learner's step is
     compiled, so the pool's grids keep their shapes (frozen_pool.py)."""
@@ -80,6 +79,10 @@ class LeagueOpponents:
         self.results: list[GameResult] = []  # this epoch's finished games vs non-self opponents
         self.clock, self.epoch_perf = ActClock(), {}  # this epoch's act times; the last epoch's perf/*
         self.bots = dict(bots)
+        streams = [bot for bot in self.bots.values() if hasattr(bot, "state_dict")]
+        if len(streams) != 1:
+            raise ValueError(f"the league's bots {sorted(self.bots)} must include exactly one with a random stream")
+        self.bot_stream = streams[0]  # the bots' one random stream (every game's `random`): the checkpoint keeps it
         self.actors = dict(self.bots)  # who acts for which opponent id, besides the frozen pool
         if exploiter is not None:
             self.actors[EXPLOITER] = exploiter
@@ -253,7 +256,7 @@ class LeagueOpponents:
         pool = self.pool.state_dict()
         running = {
             "matchmaker": self.matchmaker.state_dict(),
-            "rng": self.bots[RANDOM].state_dict()["rng"],
+            "rng": self.bot_stream.state_dict()["rng"],
             "global_step": self.global_step,
             "opponents_generator": pool["generator"],
             "opponent_state": pool["rows"],
@@ -287,7 +290,7 @@ class LeagueOpponents:
         running, mm = running_league(state), self.matchmaker
         with league_field("league"):
             mm.load_state_dict(running.matchmaker)
-            self.bots[RANDOM].load_state_dict(running.bot_rng)
+            self.bot_stream.load_state_dict(running.bot_rng)
             self.global_step = running.global_step
         if self.exploiter is None and EXPLOITER in mm.in_use():
             games = mm.drop_member(EXPLOITER)

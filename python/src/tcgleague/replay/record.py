@@ -1,5 +1,5 @@
 """Recording games for the replay viewer: every decision of both seats of chosen games of a
-match, as the deciding seat knew it, through the one game runner (`match.play_match`, given a
+match, as the deciding seat knew it, through the one game runner (`emberfront_match.play_match`, given a
 `ReplayRecorder` as its `recorder`).
 
 Each decision keeps the board as the decider saw it (words.board_text: the other seat's hand
@@ -40,11 +40,12 @@ import numpy as np
 import torch
 
 from ..actors import Actor, PolicyActor
+from ..emberfront_match import Deal, deal_game, play_match
 from ..engine.cards import CardPool
 from ..env import TCGEnv
 from ..layout import legal_actions
 from ..lookahead import LookaheadActor
-from ..match import ActorFactory, Deal, GameRecord, MatchReport, deal_game, play_match
+from ..match import ActorFactory, GameRecord, MatchReport
 from ..rows import game_of, seat_of
 from ..words import board_text, describe, entity_cards
 
@@ -320,7 +321,7 @@ def record_match(
     record: int | None = None,
     **match_options,
 ) -> tuple[MatchReport, list[dict]]:
-    """`match.play_match(learner, opponent, episodes, seed, **match_options)` with its first
+    """`emberfront_match.play_match(learner, opponent, episodes, seed, **match_options)` with its first
     `record` games (default: all) recorded: the match's report and the recorded games."""
     recorder = ReplayRecorder(episodes if record is None else record, names)
     report = play_match(learner, opponent, episodes, seed, recorder=recorder, **match_options)

@@ -9,7 +9,7 @@ side effects (warning filters, signal handlers, global seeding) stay there:
   end, listed in DIR/snapshots.json with the steps and training seconds at which it was taken
   (the clock starts when training starts, after the set-up).
 - `evaluate --snapshot FILE --episodes E --seed S --json OUT` plays the snapshot against the
-  greedy bot through `match.play_match`, the runner (and deals, for the same seed) every
+  greedy bot through `emberfront_match.play_match`, the runner (and deals, for the same seed) every
   checkpoint of ours is evaluated with; the peer picks an index into each row's legal list
   (`LegalIndexActor`), sampled from its masked distribution with a seeded generator.
 """
@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ...emberfront_match import bot_side, play_match
 from ...layout import MAX_LEGAL, features_np, legal_actions
-from ...match import bot_side, play_match
 from ...rng import stream_seed
 
 SNAPSHOTS = "snapshots.json"
