@@ -37,9 +37,9 @@ def unverifiable_warning(path: Path, state: dict, strict: bool) -> str:
 
 
 def check_compatible(path: Path, state: dict, fp: dict, policy_config, run_game: str | None = None) -> dict:
-    """Refuses another game than `run_game` (a resume's, or the Emberfront tools'), a different observation layout, action
-    space or architecture; returns the stored architecture (`policy_config` None: the stored one,
-    with the code's card count)."""
+    """Refuses another game than `run_game` (a resume's, or the Emberfront tools'), a different
+    observation layout, action space or architecture; returns the stored architecture
+    (`policy_config` None: the stored one, Emberfront's checked against the code's card count)."""
     where = f"checkpoint {path} is incompatible with this code"
     game = fp.get("game", EMBERFRONT)
     if game not in GAME_NAMES:
@@ -59,14 +59,12 @@ def check_compatible(path: Path, state: dict, fp: dict, policy_config, run_game:
         if fp and fp.get(key) != current:
             raise CheckpointError(f"{where}: {what} differs: checkpoint {short(fp.get(key))}, code {short(current)}")
     stored_arch = dict(state["policy_config"])
-    if policy_config is None and stored_arch.get("family", TCG) != TCG:
-        expected, label = stored_arch, ""
-    elif policy_config is None:
-        expected = dict(stored_arch, n_cards=load_card_pool().n_cards)
-        label = "(checkpoint vs the code's card pool)"
+    if policy_config is not None:
+        expected, label = policy_config.to_dict(), "(checkpoint vs this run's config)"
+    elif stored_arch.get("family", TCG) == TCG:  # Emberfront's policy embeds the code's card table
+        expected, label = dict(stored_arch, n_cards=load_card_pool().n_cards), "(checkpoint vs the code's card pool)"
     else:
-        expected = policy_config.to_dict()
-        label = "(checkpoint vs this run's config)"
+        return stored_arch  # nothing the code fixes: the stored architecture is the one to build
     diffs = architecture_differences(stored_arch, expected)
     if diffs:
         raise CheckpointError(f"{where}: architecture differs: {'; '.join(diffs)} {label}")

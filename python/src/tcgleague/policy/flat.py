@@ -115,9 +115,8 @@ class FlatSampler(SamplingParameters):
     def log_probs(self, policy, out, obs, params=None) -> tuple[torch.Tensor, torch.Tensor]:
         """(log p [n, actions], legal [n, actions] bool) at rows `obs`; illegal actions ~-1e9."""
         legal = obs[:, policy.legal_offset : policy.legal_offset + policy.num_actions] > 0
-        p = (self._params if params is None else params).to(device=out.device, dtype=torch.float32).reshape(-1, 3)
-        p = p.expand(len(legal), 3)
-        logp = stage_logp(policy.logits(out), legal, p[:, 0], p[:, 2])
+        temperature, _, eps = self.row_params(params, len(legal), out.device).unbind(1)
+        logp = stage_logp(policy.logits(out), legal, temperature, eps)
         return logp, legal
 
     def sample_rows(self, policy, out, ent, obs, params=None, argmax: bool = False, uniforms=None):

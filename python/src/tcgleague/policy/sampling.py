@@ -83,3 +83,8 @@ class SamplingParameters:
     def params_tensor(self, device=None) -> torch.Tensor:
         """A copy of the current parameters as a float32 tensor [3] (store it per step for PPO)."""
         return self._params.clone() if device is None else self._params.to(device, copy=True)
+
+    def row_params(self, params, B: int, device) -> torch.Tensor:
+        """The sampling parameters (these, or the sampler's own) for each of B rows: float32 [B, 3]."""
+        params = (self._params if params is None else params).to(device=device, dtype=torch.float32)
+        return params.reshape(-1, 3).expand(B, 3) if params.numel() == 3 else params.reshape(B, 3)

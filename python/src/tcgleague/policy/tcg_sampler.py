@@ -145,15 +145,10 @@ class TCGSampler(SamplingParameters):
         pass over each row's list (the math of `sample`'s one stage; `log_prob_entropy` of each
         tuple in turn gives the same, L times over); -inf past each row's count."""
         listed = torch.arange(legal.shape[1], device=out.device)[None, :] < count[:, None]
-        t_primary, _, eps = self._row_params(params, out.shape[0], out.device).unbind(1)
+        t_primary, _, eps = self.row_params(params, out.shape[0], out.device).unbind(1)
         mask = listed | (count <= 0)[:, None]
         logp = stage_logp(policy.legal_logits(out, ent, legal.long(), effects), mask, t_primary, eps)
         return logp.masked_fill(~listed, -math.inf)
-
-    def _row_params(self, params, B: int, device) -> torch.Tensor:
-        """The sampling parameters (these, or the sampler's own) for each of B rows: float32 [B, 3]."""
-        params = (self._params if params is None else params).to(device=device, dtype=torch.float32)
-        return params.reshape(-1, 3).expand(B, 3) if params.numel() == 3 else params.reshape(B, 3)
 
     def _run(self, policy, out, ent, legal, count, params, actions, generator, argmax, uniforms=None, effects=None):
         lead = out.shape[:-1]
@@ -164,7 +159,7 @@ class TCGSampler(SamplingParameters):
         if effects is not None:
             effects = effects.reshape(B, *effects.shape[-2:])
         count = count.reshape(B).long()
-        t_primary, t_sub, eps = self._row_params(params, B, out.device).unbind(1)
+        t_primary, t_sub, eps = self.row_params(params, B, out.device).unbind(1)
         if actions is not None:
             actions = actions.reshape(B, 4).long()
         row_ok = count > 0  # [B]
