@@ -309,6 +309,9 @@ PROBE_VALUES = {
     ("env", "deck_pool"): "configs/decks.json",  # the pool file must exist and parse
     ("vec", "num_envs"): 2,  # with backend = serial (COMPANIONS): native steps one env object
     ("train", "nan_policy"): "skip_batch",
+    ("train", "magnet"): "ema",
+    ("league", "opponent_sampling"): "nash",
+    ("league", "deliverable"): "nash_mixture",
     ("vec", "backend"): "serial",
     ("train", "batch_size"): 32768,
     ("train", "minibatch_size"): 4096,

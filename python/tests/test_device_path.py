@@ -301,7 +301,7 @@ def bf16_against_fp32(*overrides: str) -> None:
     params = trainer.sampler.params_tensor(dev)
     trainer.collect(params)
     batch = trainer.learner.buffer.pack(t.gamma, t.gae_lambda)
-    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01], device=dev)
+    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01, 0.0], device=dev)
     segments = t.minibatch_size // t.bptt_horizon
 
     def updater(policy, optimizer, precision: str) -> PPOUpdater:

@@ -135,7 +135,7 @@ def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, 
         state_h,
         state_c,
         params,
-        torch.tensor([0.2, 0.5, 0.2, 0.01]),
+        torch.tensor([0.2, 0.5, 0.2, 0.01, 0.0]),
     )
     assert torch.isfinite(loss) and torch.isfinite(stats).all()
     loss.backward()
@@ -231,7 +231,7 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
     params = trainer.sampler.params_tensor()
     collect(trainer)
     batch = trainer.learner.buffer.pack(t.gamma, t.gae_lambda)
-    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01])
+    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01, 0.0])
     segments = t.minibatch_size // t.bptt_horizon
 
     def updater(policy, optimizer, compiled: bool) -> PPOUpdater:

@@ -1,7 +1,7 @@
 """Linear anneals keyed on `global_step`.
 
-Three anneals exist: `subaction_temperature` and `smoothing_eps` (keys in [policy]) and
-`ent_coef` (keys in [train]), each configured by `<name>_initial`, `<name>_final`,
+Four anneals exist: `subaction_temperature` and `smoothing_eps` (keys in [policy]), `ent_coef`
+and `magnet_coef` (keys in [train]), each configured by `<name>_initial`, `<name>_final`,
 `<name>_anneal_start_frac`, `<name>_anneal_end_frac` and optional absolute
 `<name>_anneal_start_step` / `<name>_anneal_end_step` (which override the matching frac).
 
@@ -62,12 +62,12 @@ class LinearAnneal:
 
 
 def anneals_from_config(cfg: Any) -> dict[str, LinearAnneal]:
-    """{"subaction_temperature", "smoothing_eps", "ent_coef"} -> LinearAnneal from a Config."""
+    """{"subaction_temperature", "smoothing_eps", "ent_coef", "magnet_coef"} -> LinearAnneal from a Config."""
     return {name: LinearAnneal(**anneal_settings(getattr(cfg, section), name)) for name, section in ANNEALS.items()}
 
 
 def anneal_values(anneals: dict[str, LinearAnneal], global_step: int, total: int, offset: int = 0) -> dict[str, float]:
-    """{"sampler/subaction_temperature": .., "sampler/smoothing_eps": .., "anneal/ent_coef": ..}."""
+    """{"sampler/subaction_temperature": .., "sampler/smoothing_eps": .., "anneal/ent_coef": .., ...}."""
     return {
         METRIC_NAMES.get(name, f"anneal/{name}"): anneal.value(global_step, total, offset)
         for name, anneal in anneals.items()

@@ -85,7 +85,14 @@ def build_opponents(
         dist=dist,
         exploiter=exploiter,
         fixed_shapes=compile_mode_for(cfg, device) is not None,
+        evaluate_mixture=delivered_mixture_judge(cfg),
     )
+
+
+def delivered_mixture_judge(cfg: Config):
+    """The game's judge of the league's Nash mixture when the run delivers one (else None)."""
+    judge = game_of(cfg).evaluate_mixture
+    return judge(cfg) if judge is not None and cfg.league.deliverable == "nash_mixture" else None
 
 
 def build_trainer(

@@ -37,6 +37,7 @@ from .errors import UserInputError, entry_point, output_file, write_report
 from .games.openspiel import openspiel_action, our_action
 from .games.poker import PokerEnv
 from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS, PokerRules
+from .league.mixture import is_mixture, load_mixture
 from .policy.family import Policy, Sampler, freeze
 
 StatePolicy = Callable[[pyspiel.State], Mapping[int, float]]
@@ -228,6 +229,39 @@ def recurrent_policy(rules: PokerRules, policy: Policy, sampler: Sampler) -> Sta
     return at
 
 
+def mixture_policy(rules: PokerRules, policies: Sequence[StatePolicy], weights: Sequence[float]) -> StatePolicy:
+    """The policy a mixture plays when it draws one of `policies` per game with `weights`: at each
+    information state, the members' probabilities weighted by `weights` times each member's own
+    reach of it (the state's player's probability of its own actions so far; perfect recall makes
+    it the same at every history of the state), or by `weights` alone where no member reaches it."""
+    tables = [tabular_policy(rules, p) for p in policies]
+    w = np.asarray(weights, dtype=np.float64)
+    rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # state -> (weight x reach [members], probabilities)
+
+    def walk(state: pyspiel.State, reach: np.ndarray) -> None:
+        if state.is_terminal():
+            return
+        if state.is_chance_node():
+            for action, _ in state.chance_outcomes():
+                walk(state.child(action), reach)
+            return
+        player, key = state.current_player(), state.information_state_string()
+        probs = np.stack([t.action_probability_array[t.state_lookup[key]] for t in tables])
+        rows.setdefault(key, (w * reach[player], probs))
+        for action in state.legal_actions():
+            child_reach = reach.copy()
+            child_reach[player] = reach[player] * probs[:, action]
+            walk(state.child(action), child_reach)
+
+    game = openspiel_game(rules)
+    walk(game.new_initial_state(), np.ones((game.num_players(), len(tables))))
+    average = {}
+    for key, (weighted_reach, probs) in rows.items():
+        total = weighted_reach.sum()
+        average[key] = ((weighted_reach @ probs) / total if total > 0 else w @ probs).tolist()
+    return table_policy(average)
+
+
 def policy_exploitability(rules: PokerRules, policy: Policy, sampler: Sampler) -> Exploitability:
     """The exact exploitability of a recurrent policy (at the sampler's current parameters)."""
     return measure(rules, recurrent_policy(rules, policy, sampler))
@@ -247,7 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     output_file(args.json, "--json")
     verify_archive(args.policy)
-    if "policy_config" in read_state(args.policy):
+    state = read_state(args.policy)
+    if is_mixture(state):
+        result = mixture_exploitability(args.policy, args.game)
+    elif "policy_config" in state:
         result = checkpoint_exploitability(args.policy, args.game)
     else:
         result = measure(GAMES[args.game or "leduc"], table_policy(load_table(args.policy)))
@@ -258,15 +295,34 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def checkpoint_exploitability(path: Path, game: str | None = None) -> Exploitability:
-    """A checkpoint's policy, at the sampler it was saved with, judged exactly."""
-    loaded = load_checkpoint(path)
-    played = (loaded.state.get("fingerprint") or {}).get("game", EMBERFRONT)
+def judged_game(path: Path, played: str, game: str | None) -> PokerRules:
+    """The rules of the game a checkpoint plays, if the judge takes it (and it is `game`, if given)."""
     if played not in GAMES or (game is not None and game != played):
         raise UserInputError(
             f"checkpoint {path} plays {played}; the exact judge takes {game or ' or '.join(sorted(GAMES))} checkpoints"
         )
-    return policy_exploitability(GAMES[played], freeze(loaded.policy), checkpoint_sampler(loaded))
+    return GAMES[played]
+
+
+def checkpoint_exploitability(path: Path, game: str | None = None) -> Exploitability:
+    """A checkpoint's policy, at the sampler it was saved with, judged exactly."""
+    loaded = load_checkpoint(path)
+    rules = judged_game(path, (loaded.state.get("fingerprint") or {}).get("game", EMBERFRONT), game)
+    return policy_exploitability(rules, freeze(loaded.policy), checkpoint_sampler(loaded))
+
+
+def members_exploitability(
+    rules: PokerRules, members: Sequence[tuple[Policy, Sampler]], weights: Sequence[float]
+) -> Exploitability:
+    """A mixture of recurrent policies (one drawn per game with `weights`) judged exactly."""
+    policies = [recurrent_policy(rules, policy, sampler) for policy, sampler in members]
+    return measure(rules, mixture_policy(rules, policies, weights))
+
+
+def mixture_exploitability(path: Path, game: str | None = None) -> Exploitability:
+    """A league mixture (league_policy.pt) judged exactly: its members' reach-weighted average."""
+    mixture = load_mixture(path)
+    return members_exploitability(judged_game(path, mixture.game, game), mixture.members, mixture.weights)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ SOURCE_PATTERNS = (
     "rollout.py",
     "transfer.py",
     "ppo.py",
+    "magnet.py",
     "policy/flat.py",
     "policy/sampling.py",
     "games/*.py",

@@ -19,10 +19,11 @@ from .config import Config
 from .emberfront_match import EMBERFRONT_RUNNER, evaluate_vs_bots
 from .engine.cards import load_card_pool
 from .env import TCGEnv
-from .exact import policy_exploitability
+from .exact import members_exploitability, policy_exploitability
 from .games.poker_match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
 from .games.poker_rows import PokerPufferEnv
 from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS
+from .league.mixture import MixtureEvaluate
 from .match import Runner, play_duplicate
 from .policy.families import FAMILIES, FLAT, TCG, PolicyFamily
 from .policy.family import Policy, Sampler
@@ -47,6 +48,9 @@ class Game:
     """the trainer's periodic evaluation of its policy, for this config"""
     runner: Runner
     """its matches and bots, as the league plays them"""
+    evaluate_mixture: Callable[[Config], MixtureEvaluate] | None = None
+    """the league's Nash mixture judged at the trainer's evaluations ([league] deliverable =
+    nash_mixture); None: the game has no judge of a mixture"""
 
 
 def emberfront_env_kwargs(cfg: Config, seed: int) -> dict:
@@ -90,6 +94,18 @@ def exact_evaluation(cfg: Config) -> Evaluate:
     return evaluate
 
 
+def exact_mixture_evaluation(cfg: Config) -> MixtureEvaluate:
+    """eval/mixture_exploitability and eval/mixture_nash_conv: the mixture's reach-weighted
+    average policy judged exactly (exact.members_exploitability)."""
+    rules = GAMES[cfg.env.game]
+
+    def evaluate(members, weights) -> dict:
+        judged = members_exploitability(rules, members, weights)
+        return {"eval/mixture_exploitability": judged.exploitability, "eval/mixture_nash_conv": judged.nash_conv}
+
+    return evaluate
+
+
 EMBERFRONT_GAME = Game(
     EMBERFRONT,
     TCGEnv,
@@ -129,6 +145,7 @@ def poker_game(name: str) -> Game:
             ALWAYS_CALL,
             False,
         ),
+        exact_mixture_evaluation,
     )
 
 

@@ -15,6 +15,7 @@ import torch
 from .actors import PolicyActor
 from .config import TrainSection
 from .dist import SINGLE, Dist
+from .magnet import Magnet
 from .policy.family import Policy, Sampler
 from .ppo import PPOUpdater, UpdateSettings
 from .rollout import RolloutBuffer
@@ -60,9 +61,10 @@ def build_learner(
     device: torch.device,
     name: str,
     dist: Dist = SINGLE,
+    magnet: Magnet | None = None,
 ) -> Learner:
     """`policy` (already on `device`) with everything it needs to act on the env's `rows` and
-    learn from them by PPO with [train]'s hyperparameters."""
+    learn from them by PPO with [train]'s hyperparameters (regularized toward `magnet`, if any)."""
     generator = torch.Generator(device=device).manual_seed(seed)
     optimizer = torch.optim.Adam(
         policy.parameters(), lr=sizes.learning_rate, eps=train.adam_eps, fused=device.type == "cuda"
@@ -76,7 +78,7 @@ def build_learner(
         train.precision,
     )
     hidden = policy.hidden_size
-    updater = PPOUpdater(policy, sampler, optimizer, settings, train.bptt_horizon, rows, hidden, device, dist)
+    updater = PPOUpdater(policy, sampler, optimizer, settings, train.bptt_horizon, rows, hidden, device, dist, magnet)
     buffer = RolloutBuffer(sizes.capacity, train.bptt_horizon, rows, hidden, device)
     actor = PolicyActor(policy, sampler, rows.num_rows, generator, name=name, compile_mode=sizes.compile_mode)
     return Learner(policy, sampler, optimizer, updater, buffer, actor, generator, device)

@@ -84,6 +84,10 @@ class OpponentSide(Protocol):
         """A checkpoint holding this side's `state_dict()` as it is now is on disk: files only
         older states named may go."""
 
+    def evaluate_deliverable(self) -> dict[str, float]:
+        """eval/* figures of what the run delivers besides its learner (the league's Nash
+        mixture), at the trainer's evaluations; {} when it delivers the learner alone."""
+
 
 class SelfPlay:
     """Both seats of every game are the learner: no opponent rows, nothing to remember."""
@@ -125,3 +129,6 @@ class SelfPlay:
 
     def checkpointed(self) -> None:
         pass
+
+    def evaluate_deliverable(self) -> dict[str, float]:
+        return {}

@@ -22,10 +22,12 @@ import torch.nn as nn
 from .devices import mark_static
 from .dist import SINGLE, Dist
 from .errors import NonFiniteError
+from .magnet import Magnet, magnet_kl
 from .rollout import Batch
 from .rows import RowFormat
 
-STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev")
+STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev", "magnet_kl")
+COEF_NAMES = ("clip", "vf_coef", "vf_clip", "ent_coef", "magnet_coef")
 MINIBATCH_FIELDS = ("obs", "actions", "logprob", "value", "advantage", "ret", "mask", "boundary", "state_h", "state_c")
 
 
@@ -49,20 +51,24 @@ def unroll(
 
 
 class PPOLoss(nn.Module):
-    """Clipped policy and value losses with an entropy bonus, averaged over the steps `mask`
-    keeps (rollout.Batch.mask). `params` are the sampler parameters the rollout used; `coefs` =
-    (clip, vf_coef, vf_clip, ent_coef) as a tensor so annealing a coefficient never triggers a
-    recompile."""
+    """Clipped policy and value losses with an entropy bonus and, with a `magnet`, the
+    magnet-regularized objective's `magnet_coef * KL(pi || magnet)` per decision (magnet.py),
+    averaged over the steps `mask` keeps (rollout.Batch.mask). `params` are the sampler
+    parameters the rollout used; `coefs` = COEF_NAMES as a tensor so annealing a coefficient
+    never triggers a recompile. Without a magnet the KL is neither computed nor logged (0)."""
 
-    def __init__(self, policy: nn.Module, sampler):
+    def __init__(self, policy: nn.Module, sampler, magnet: Magnet | None = None):
         super().__init__()
         self.policy = policy
         self.sampler = sampler
+        self.magnet = magnet
 
     def forward(self, obs, actions, logprob, value, advantage, ret, mask, boundary, state_h, state_c, params, coefs):
         out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
         flat = obs.reshape(out.shape[0], -1)
-        new_logprob, entropy = self.sampler.log_prob_entropy_rows(self.policy, out, ent, flat, actions, params)
+        new_logprob, entropy, stages = self.sampler.log_prob_entropy_stages_rows(
+            self.policy, out, ent, flat, actions, params
+        )
         new_value = self.policy.value(out)
         old_logprob, old_value = logprob.reshape(-1), value.reshape(-1)
         adv, ret, keep = advantage.reshape(-1), ret.reshape(-1), mask.reshape(-1)
@@ -71,7 +77,7 @@ class PPOLoss(nn.Module):
         def mean(x: torch.Tensor) -> torch.Tensor:
             return (x * keep).sum() / kept
 
-        clip, vf_coef, vf_clip, ent_coef = coefs[0], coefs[1], coefs[2], coefs[3]
+        clip, vf_coef, vf_clip, ent_coef, magnet_coef = coefs.unbind()
         log_ratio = new_logprob - old_logprob
         ratio = log_ratio.exp()
         pg_loss = mean(torch.maximum(-adv * ratio, -adv * ratio.clamp(1.0 - clip, 1.0 + clip)))
@@ -79,10 +85,19 @@ class PPOLoss(nn.Module):
         v_loss = 0.5 * mean(torch.maximum((new_value - ret) ** 2, (v_clipped - ret) ** 2))
         ent_mean = mean(entropy)
         loss = pg_loss + vf_coef * v_loss - ent_coef * ent_mean
+        if self.magnet is not None and self.magnet.enabled:
+            magnet_stages = self.magnet.stages(
+                self.sampler, stages, unroll, obs, boundary, state_h, state_c, flat, actions, params
+            )
+            kl_mean = mean(magnet_kl(stages, magnet_stages))
+            loss = loss + magnet_coef * kl_mean
+        else:
+            kl_mean = torch.zeros_like(ent_mean)
         with torch.no_grad():
             approx_kl = mean((ratio - 1.0) - log_ratio)
             clipfrac = mean(((ratio - 1.0).abs() > clip).float())
-            stats = torch.stack([pg_loss, v_loss, ent_mean, approx_kl, clipfrac, ((ratio - 1.0).abs() * keep).max()])
+            ratio_dev = ((ratio - 1.0).abs() * keep).max()
+            stats = torch.stack([pg_loss, v_loss, ent_mean, approx_kl, clipfrac, ratio_dev, kl_mean.detach()])
         return loss, stats
 
 
@@ -115,9 +130,10 @@ class PPOUpdater:
         hidden_size: int,
         device: torch.device,
         dist: Dist = SINGLE,
+        magnet: Magnet | None = None,
     ):
         self.policy, self.optimizer, self.settings, self.device, self.dist = policy, optimizer, settings, device, dist
-        self.loss = PPOLoss(policy, sampler)
+        self.loss = PPOLoss(policy, sampler, magnet)
         self.sampler = sampler
         loss = dist.data_parallel(self.loss, device)
         self.compiled = settings.compile_mode is not None
@@ -157,7 +173,7 @@ class PPOUpdater:
         gradient buckets out anew after its first backward, and with 3+ ranks the all-reduce's
         summation order follows that layout: settling it here gives every real step of a fresh
         and of a resumed job the same layout, so resuming stays bit-exact."""
-        coefs = torch.zeros(4, device=self.device)
+        coefs = torch.zeros(len(COEF_NAMES), device=self.device)
         loss, _ = data_parallel(**self.minibatch, params=self.sampler.params_tensor(self.device), coefs=coefs)
         loss.backward()
         for p in self.params:
@@ -213,7 +229,7 @@ class PPOUpdater:
                 totals += stats
                 first_bad = torch.where((first_bad < 0) & (stats[-1] > 0), float(steps), first_bad)
                 if first_ratio_dev is None:
-                    first_ratio_dev = stats[len(STAT_NAMES) - 1]
+                    first_ratio_dev = stats[STAT_NAMES.index("ratio_max_dev")]
         totals /= max(1, steps)
         first = first_ratio_dev if first_ratio_dev is not None else torch.zeros((), device=self.device)
         weights_finite = torch.stack([torch.isfinite(p).all() for p in self.params]).all()

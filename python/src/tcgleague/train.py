@@ -36,6 +36,7 @@ from .config import Config, load_config
 from .devices import resolve_device
 from .dist import SINGLE, Dist, init_distributed, leave_finished, shutdown, torchrun_local_rank
 from .errors import PREEMPTED_EXIT, ArgumentError, UserInputError, WriteError, entry_point
+from .league.mixture import write_mixture
 from .logger import Dashboard, RunLogger
 from .preemption import StopSignals
 from .report import load_run, write_report
@@ -128,6 +129,8 @@ def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path | 
         if state is None:
             return None
         path = save_checkpoint(run_dir, cfg.base.run_name, state, cfg.to_dict(), cfg.train.max_checkpoints)
+        if cfg.league.enable and cfg.league.deliverable == "nash_mixture":
+            write_mixture(run_dir, trainer.opponents.manager, trainer.global_step, trainer.epoch)
         trainer.opponents.checkpointed()
         return path
 

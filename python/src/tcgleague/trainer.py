@@ -22,11 +22,13 @@ import numpy as np
 import torch
 
 from .anneal import anneal_values, anneals_from_config
+from .checkpoint.files import checkpoint_due
 from .config import Config
 from .devices import compile_mode_for, env_parts, loss_compile_mode
 from .dist import SINGLE, Dist, reduce_epoch, weights_digest
 from .learner import LearnerSizes, build_learner
 from .logger import Dashboard, RunLogger
+from .magnet import build_magnet
 from .opponent_side import OpponentSide, Origin
 from .policy.family import Policy, Sampler, strip_compile_prefix, unwrap
 from .ppo import lr_lambda, rolled_back_update
@@ -73,13 +75,15 @@ class Trainer:
             compile_mode,
             loss_compile_mode(compile_mode, device, dist.enabled),
         )
-        self.learner = build_learner(policy, sampler, t, sizes, env.rows, self.seed, device, "learner", dist)
+        self.magnet = build_magnet(t, policy)  # off (plain PPO) unless [train] magnet_coef
+        magnet, name = self.magnet, "learner"
+        self.learner = build_learner(policy, sampler, t, sizes, env.rows, self.seed, device, name, dist, magnet)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.learner.optimizer, lr_lambda(t.lr_schedule, self.total_epochs)
         )
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
-        self.ent_coef = t.ent_coef_initial  # apply_anneals() sets it every epoch
+        self.annealed = anneal_values(self.anneals, 0, self.total_steps)  # apply_anneals() sets it every epoch
         self.parts = GameParts(env, env_parts(cfg, device))  # 2 with [env] overlap: they take turns
         self.transfers = [StepTransfer(len(games), env.rows, device) for games in self.parts.games]  # one per part
         self.episode_start = np.ones(env.num_rows, dtype=bool)
@@ -108,7 +112,7 @@ class Trainer:
         self.sampler.set_sampling_params(
             subaction_temperature=values["sampler/subaction_temperature"], smoothing_eps=values["sampler/smoothing_eps"]
         )
-        self.ent_coef = values["anneal/ent_coef"]
+        self.annealed = values
         return values
 
     # ---- verb 1: collect -----------------------------------------------------------------------
@@ -210,6 +214,7 @@ class Trainer:
         batch = self.learner.buffer.pack(t.gamma, t.gae_lambda)
         metrics = self.learner.updater.update(batch, params, self.loss_coefs(), self.learner.generator)
         self.scheduler.step()
+        self.magnet.advance(self.policy, self.global_step)
         if metrics["losses/update_rolled_back"]:
             where = f"epoch {self.epoch + 1} (global_step {self.global_step}), minibatch step"
             rolled_back_update(
@@ -218,9 +223,10 @@ class Trainer:
         return metrics
 
     def loss_coefs(self) -> torch.Tensor:
-        """(clip, vf_coef, vf_clip, ent_coef) as the tensor the loss takes (annealing never recompiles)."""
-        t = self.cfg.train
-        return torch.tensor([t.clip_coef, t.vf_coef, t.vf_clip_coef, self.ent_coef], device=self.device)
+        """ppo.COEF_NAMES as the tensor the loss takes (annealing never recompiles)."""
+        t, now = self.cfg.train, self.annealed
+        coefs = [t.clip_coef, t.vf_coef, t.vf_clip_coef, now["anneal/ent_coef"], now["anneal/magnet_coef"]]
+        return torch.tensor(coefs, device=self.device)
 
     def train_epoch(self) -> dict:
         """Anneals, collect, update, the opponent side's epoch end; returns the epoch's metrics."""
@@ -255,10 +261,9 @@ class Trainer:
         return metrics
 
     def evaluate(self) -> dict:
-        """The game's eval/* figures (Emberfront: win rates vs the bots, on deals of this epoch's
-        evaluation seed; poker: exact exploitability)."""
+        """The game's eval/* figures (Emberfront: vs the bots; poker: exact), and its deliverable's."""
         seed = stream_seed(self.cfg.base.seed, "evaluation") + self.epoch
-        return self.evaluate_policy(self.policy, self.sampler, seed)
+        return {**self.evaluate_policy(self.policy, self.sampler, seed), **self.opponents.evaluate_deliverable()}
 
     # ---- the loop --------------------------------------------------------------------------------
     def train(
@@ -305,13 +310,7 @@ class Trainer:
         return reduce_epoch(self.dist, metrics, digest, stops, self.cfg.train.batch_size, self.epoch)
 
     def checkpoint_due(self) -> bool:
-        """After this epoch, by [train] checkpoint_interval (+ _unit epochs or steps)."""
-        t = self.cfg.train
-        if t.checkpoint_interval_unit == "steps":
-            return (
-                self.global_step // t.checkpoint_interval != (self.global_step - t.batch_size) // t.checkpoint_interval
-            )
-        return self.epoch % t.checkpoint_interval == 0
+        return checkpoint_due(self.cfg.train, self.global_step, self.epoch)
 
     # ---- run state (its format and checks: run_state.py) ----------------------------------------
     def state_dict(self) -> dict | None:
@@ -340,8 +339,7 @@ class Trainer:
         }
 
     def shared_state(self) -> dict:
-        """What every rank shares: weights, optimizer, schedule, counters, anneals, the global
-        RNG streams, the last metrics, the config."""
+        """What every rank shares: weights, optimizer, schedule, counters, anneals, magnet, RNG, metrics, config."""
         module = unwrap(self.policy)
         return {
             "policy": strip_compile_prefix(module.state_dict()),
@@ -353,6 +351,7 @@ class Trainer:
             "anneal_offset": int(self.anneal_offset),
             "anneal": anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset),
             "sampling_params": self.sampler.get_sampling_params(),
+            "magnet": self.magnet.checkpoint(),
             "rng": global_state(),
             "metrics": self.last_metrics,
             "config": self.cfg.to_dict(),
@@ -368,6 +367,7 @@ class Trainer:
         self.learner.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.restart_at(state["global_step"], state["epoch"], state.get("anneal_offset") or 0, origin)
+        self.magnet.restore(state.get("magnet"), self.policy, self.global_step, log)
         if "rng" in state:
             set_global_state(state["rng"])
         mine = rank_part(state, self.dist, log)
@@ -386,6 +386,7 @@ class Trainer:
         the anneals offset by `anneal_offset`; fresh games."""
         unwrap(self.policy).load_state_dict(state["policy"], strict=True)
         self.restart_at(0, 0, anneal_offset, origin)
+        self.magnet.reset(self.policy)
         self.opponents.load_state_dict(state.get("league"), False, log, origin)
 
     def load_games(self, run: dict, log, required: bool = False) -> bool:

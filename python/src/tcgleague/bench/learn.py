@@ -35,6 +35,7 @@ from ..errors import ArgumentError
 from ..evaluate_checkpoint import evaluate_loaded, evaluate_panel
 from ..exploit.cli import DEFAULT_STEPS
 from ..exploit.cli import execute as execute_exploit
+from ..league.mixture import MIXTURE_FILE
 from ..logger import METRICS_FILE, RunLogger
 from ..lookahead import DEFAULT_VALUE_WEIGHT, is_value_weight
 from ..report.data import read_metrics
@@ -148,7 +149,9 @@ def train_one(
     figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), **run_figures(read_metrics(run_dir / METRICS_FILE)))
     figures["resumed_from"] = str(continuation.checkpoint) if continuation else None
     if judged_exactly(cfg):
-        figures.update(final_figures(final[-1], read_metrics(run_dir / METRICS_FILE)))
+        delivered = cfg.league.enable and cfg.league.deliverable == "nash_mixture"
+        mixture = run_dir / MIXTURE_FILE if delivered and (run_dir / MIXTURE_FILE).exists() else None
+        figures.update(final_figures(final[-1], read_metrics(run_dir / METRICS_FILE), mixture))
         return figures
     final_checkpoint = load_checkpoint(final[-1])
     for bot in BOTS:

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..checkpoint import load_checkpoint
 from ..checkpoint.deployed import checkpoint_sampler
 from ..config import Config
-from ..exact import checkpoint_exploitability
+from ..exact import checkpoint_exploitability, mixture_exploitability
 from ..game import game_of
 from ..games.rules import GAMES
 from ..match import policy_side
@@ -25,24 +25,43 @@ def judged_exactly(cfg: Config) -> bool:
     return cfg.env.game in GAMES
 
 
-def final_figures(checkpoint: Path, metrics: list[dict]) -> dict:
-    """The final's exact exploitability and NashConv, and the run's curve of eval/exploitability."""
+def curve_of(metrics: list[dict], key: str) -> list[dict]:
+    return [{"step": m["global_step"], "exploitability": m[key]} for m in metrics if key in m]
+
+
+def final_figures(checkpoint: Path, metrics: list[dict], mixture: Path | None = None) -> dict:
+    """What the run delivers judged exactly: its final learner's exploitability, NashConv and
+    curve (eval/exploitability) or, with `mixture` (the league's league_policy.pt), the
+    mixture's (eval/mixture_exploitability), the learner's then kept as `learner_*`."""
     judged = checkpoint_exploitability(checkpoint)
-    curve = [
-        {"step": m["global_step"], "exploitability": m["eval/exploitability"]}
-        for m in metrics
-        if "eval/exploitability" in m
-    ]
-    return {"exploitability": judged.exploitability, "nash_conv": judged.nash_conv, "curve": curve}
+    learner = {"exploitability": judged.exploitability, "nash_conv": judged.nash_conv}
+    learner["curve"] = curve_of(metrics, "eval/exploitability")
+    if mixture is None:
+        return learner
+    delivered = mixture_exploitability(mixture)
+    return {
+        "exploitability": delivered.exploitability,
+        "nash_conv": delivered.nash_conv,
+        "curve": curve_of(metrics, "eval/mixture_exploitability"),
+        "deliverable": str(mixture),
+        **{f"learner_{k}": v for k, v in learner.items()},
+    }
 
 
 def rows_of(f: dict, name: str) -> list[tuple[str, str, str]]:
-    curve = " ".join(f"{p['step'] / 1e6:.2f}M:{p['exploitability']:.3f}" for p in f["curve"])
-    return [
+    def curve(points: list[dict]) -> str:
+        return " ".join(f"{p['step'] / 1e6:.2f}M:{p['exploitability']:.3f}" for p in points) or "(no curve points)"
+
+    what = "Nash mixture" if "deliverable" in f else "final learner"
+    rows = [
         (f"{name}: steps / minutes / SPS", f"{f['steps']:,} / {f['minutes']:.1f} / {f['sps']:,.0f}", ""),
-        (f"{name}: exact exploitability (chips per game)", f"{f['exploitability']:.4f}", "lower is better"),
-        (f"{name}: curve", curve or "(no curve points)", ""),
+        (f"{name}: exact exploitability, {what} (chips per game)", f"{f['exploitability']:.4f}", "lower is better"),
+        (f"{name}: curve", curve(f["curve"]), ""),
     ]
+    if "deliverable" in f:
+        rows.append((f"{name}: its last learner alone", f"{f['learner_exploitability']:.4f}", "lower is better"))
+        rows.append((f"{name}: the learner's curve", curve(f["learner_curve"]), ""))
+    return rows
 
 
 def head_to_head(cfg: Config, league: str, selfplay: str, episodes: int, seed: int) -> dict:

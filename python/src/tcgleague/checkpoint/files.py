@@ -69,6 +69,14 @@ REQUIRED_KEYS = ("policy", "policy_config", "global_step", "epoch", "fingerprint
 
 
 # ---- files --------------------------------------------------------------------------------
+def checkpoint_due(train: Any, global_step: int, epoch: int) -> bool:
+    """After this epoch (`global_step` reached), by [train] checkpoint_interval (+ _unit epochs or steps)."""
+    if train.checkpoint_interval_unit == "steps":
+        every = train.checkpoint_interval
+        return global_step // every != (global_step - train.batch_size) // every
+    return epoch % train.checkpoint_interval == 0
+
+
 def checkpoint_path(run_dir: Path, run_name: str, epoch: int) -> Path:
     return Path(run_dir) / f"model_{run_name}_{epoch:06d}.pt"
 

@@ -46,7 +46,8 @@ def running_league(state: dict) -> RunningLeague:
         )
 
 
-EVALUATION_ROLES = ("champion", "baseline", "verification")  # what a candidate's match decides
+# what a candidate's match decides; "population": a pool member it plays to fill the meta-game's payoff
+EVALUATION_ROLES = ("champion", "baseline", "verification", "population")
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,11 @@ class TrainSection:
     norm_adv: bool = True
     adam_eps: float = 1e-5
     ent_coef: Anneal = Anneal(initial=0.01, final=0.01)
+    # The magnet-regularized objective (magnet.py): + magnet_coef * KL(pi || magnet) per decision.
+    magnet: str = "uniform"  # uniform | frozen (replaced every magnet_interval steps: R-NaD) | ema
+    magnet_coef: Anneal = Anneal(initial=0.0, final=0.0)  # 0 and 0: off (no KL computed)
+    magnet_interval: int = 1_000_000  # learner steps between a frozen magnet's replacements
+    magnet_ema: float = 0.01  # share of the way an ema magnet moves toward the learner per update
     compile: str = "auto"  # auto | true | false (auto = on for cuda, off on cpu)
     compile_mode: str = "reduce-overhead"
     precision: str = "fp32"  # fp32 | bf16 (the loss's forward under bf16 autocast)
@@ -163,6 +168,11 @@ class LeagueSection:
     latest_ratio: float = 0.8  # share of games vs the latest self (OpenAI Five's 80/20)
     bot_ratio: float = 0.1  # share vs scripted bots, split between random and greedy
     pfsp_weighting: str = "squared"  # squared | variance | linear | uniform
+    # PSRO: the pool's meta-Nash over the members' payoff (league/meta_nash.py). Either makes every
+    # candidate also play each pool member (the payoff matrix filled, role "population").
+    opponent_sampling: str = "pfsp"  # pfsp | nash: frozen members drawn by PFSP or by the meta-Nash
+    deliverable: str = "learner"  # learner | nash_mixture: also league_policy.pt, the meta-Nash mixture
+    nash_min_games: int = 64  # meta-game entries measured on fewer games are left out (taken as even)
     checkpoint_add_interval: int = 20  # epochs between ingesting the learner as a candidate
     pool_size: int = 8  # frozen members kept (champion included)
     keep_recent: int = 3  # newest members always kept
@@ -183,6 +193,11 @@ class LeagueSection:
     exploiter_reset_epochs: int = 300  # epochs after which an exploiter that never joined restarts
     learner_trains_vs_exploiter: bool = False  # the learner also trains on its seat of exploiter games
     exploiter_opponent: str = "learner"  # learner (live) | snapshot (the learner's weights at its restart)
+
+    @property
+    def uses_meta_nash(self) -> bool:
+        """Opponents drawn from, or the run delivering, the pool's meta-Nash."""
+        return self.opponent_sampling == "nash" or self.deliverable == "nash_mixture"
 
     @property
     def exploiter_plays_snapshot(self) -> bool:
@@ -233,6 +248,9 @@ VEC_BACKENDS = ("native", "serial", "multiprocessing")
 LR_SCHEDULES = ("linear", "cosine", "constant")
 CHECKPOINT_UNITS = ("epochs", "steps")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
+MAGNET_KINDS = ("uniform", "frozen", "ema")
+OPPONENT_SAMPLINGS = ("pfsp", "nash")
+DELIVERABLES = ("learner", "nash_mixture")
 PFSP_WEIGHTINGS = ("squared", "variance", "linear", "uniform")
 EXPLOITER_OPPONENTS = ("learner", "snapshot")
 RATINGS = ("openskill",)

@@ -22,6 +22,7 @@ from .sections import (
     DIST_BACKENDS,
     INDEX_LIMIT,
     LR_SCHEDULES,
+    MAGNET_KINDS,
     MAX_DIST_TIMEOUT,
     NAN_POLICIES,
     PRECISIONS,
@@ -241,8 +242,11 @@ def validate_train_options(cfg: Config, check: Check) -> None:
     check(t.vf_coef >= 0, "train", "vf_coef", "must be >= 0 (e.g. 0.5)")
     check(t.max_grad_norm > 0, "train", "max_grad_norm", "must be > 0 (e.g. 0.5)")
     check(t.adam_eps > 0, "train", "adam_eps", "must be > 0 (e.g. 1e-5)")
-    for key in ("ent_coef_initial", "ent_coef_final"):
+    for key in ("ent_coef_initial", "ent_coef_final", "magnet_coef_initial", "magnet_coef_final"):
         check(getattr(t, key) >= 0, "train", key, "must be >= 0 (e.g. 0.01)")
+    check(t.magnet in MAGNET_KINDS, "train", "magnet", f"must be one of {', '.join(MAGNET_KINDS)}")
+    check(t.magnet_interval >= 1, "train", "magnet_interval", "must be >= 1 learner steps (e.g. 1000000)")
+    check(0 < t.magnet_ema <= 1, "train", "magnet_ema", "must be in (0, 1] (e.g. 0.01)")
     check(t.compile in SWITCHES, "train", "compile", f"must be one of {', '.join(SWITCHES)} (auto = on for cuda)")
     check(t.precision in PRECISIONS, "train", "precision", f"must be one of {', '.join(PRECISIONS)}")
     check(t.nan_policy in NAN_POLICIES, "train", "nan_policy", f"must be one of {', '.join(NAN_POLICIES)}")

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .sections import EVALUATION_MODES, EXPLOITER_OPPONENTS, PFSP_WEIGHTINGS, RATINGS, Config
+from .sections import (
+    DELIVERABLES,
+    EVALUATION_MODES,
+    EXPLOITER_OPPONENTS,
+    OPPONENT_SAMPLINGS,
+    PFSP_WEIGHTINGS,
+    RATINGS,
+    Config,
+)
 
 Check = Callable[[bool, str, str, str], None]  # check(ok, section, key, msg): record an error unless ok
 
@@ -79,6 +87,14 @@ def validate_league_pool(cfg: Config, check: Check) -> None:
     check(
         lg.pfsp_weighting in PFSP_WEIGHTINGS, "league", "pfsp_weighting", f"must be one of {', '.join(PFSP_WEIGHTINGS)}"
     )
+    check(
+        lg.opponent_sampling in OPPONENT_SAMPLINGS,
+        "league",
+        "opponent_sampling",
+        f"must be one of {', '.join(OPPONENT_SAMPLINGS)}",
+    )
+    check(lg.deliverable in DELIVERABLES, "league", "deliverable", f"must be one of {', '.join(DELIVERABLES)}")
+    check(lg.nash_min_games >= 1, "league", "nash_min_games", "must be >= 1 games (e.g. 64)")
     check(lg.checkpoint_add_interval >= 1, "league", "checkpoint_add_interval", "must be >= 1 (e.g. 10)")
     check(lg.pool_size >= 1, "league", "pool_size", "must be >= 1 (e.g. 8)")
     for key in ("keep_recent", "keep_old"):

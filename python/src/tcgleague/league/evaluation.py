@@ -21,7 +21,7 @@ import torch
 from ..checkpoint.league_fields import EVALUATION_ROLES
 from ..scoring import Tally
 
-CHAMPION, BASELINE, VERIFICATION = EVALUATION_ROLES
+CHAMPION, BASELINE, VERIFICATION, POPULATION = EVALUATION_ROLES
 
 
 @dataclass(frozen=True)

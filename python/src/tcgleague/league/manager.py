@@ -2,11 +2,10 @@
 rates them, promotes champions, retires members and keeps the state file.
 
 Every `checkpoint_add_interval` epochs the learner is ingested as a *candidate*: it joins the
-frozen pool at once (a past self is a useful opponent whether or not it is stronger) and plays a
-match vs the champion and one vs each baseline (greedy); promotion.decide says whether it
-becomes champion. The pool is then bounded to pool_size (promotion.retain_ids). The evaluation
-is planned, played and applied in three steps (evaluation.py), so the matches can play on a
-worker thread; `evaluate` does all three at once.
+frozen pool at once (a past self is a useful opponent whether or not it is stronger) and plays
+the champion and each baseline (and, with the meta-Nash, every member); promotion.decide says
+whether it becomes champion, promotion.kept_ids bounds the pool. Evaluations are planned, played
+and applied in three steps (evaluation.py) so matches can play on a worker thread.
 
 State lives in `<dir>/league_state.json`, written atomically with the previous version kept as
 `.bak`; loading falls back to the `.bak` when the main file is missing or corrupt."""
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..atomic import atomic_write
@@ -28,12 +28,13 @@ from ..match import Runner
 from ..opponent_side import Origin
 from ..replay.viewer import RUN_REPLAYS
 from ..scoring import Tally
-from .evaluation import BASELINE, CHAMPION, VERIFICATION, EvaluationPlan, PlannedMatch
+from .evaluation import BASELINE, CHAMPION, POPULATION, VERIFICATION, EvaluationPlan, PlannedMatch
 from .events import EVENTS_FILE, LeagueEvents
 from .matchmaking import LEARNER, RESERVED_IDS
 from .member_matches import Matches, MemberMatches, PlayedMatches, PlayMatch
 from .members import MemberStore, in_memory
-from .promotion import Decision, decide, retain_ids
+from .meta_nash import payoff_matrix, solve_symmetric
+from .promotion import Decision, decide, kept_ids
 from .ratings import Payoff, Ratings
 
 STATE_FILE = "league_state.json"
@@ -88,6 +89,7 @@ class LeagueManager:
         self.games_recorded = 0  # the learner's training games recorded so far (a clock for last_played)
         self.last_played: dict[str, int] = {}  # member -> games_recorded when the learner last played it
         self.playing: set[str] = set()  # who running games play (note_playing, each epoch): retirement keeps them
+        self._nash: tuple[tuple[str, ...], np.ndarray] | None = None  # (members, meta-Nash) until the payoff changes
 
     @property
     def state_path(self) -> Path | None:
@@ -127,7 +129,7 @@ class LeagueManager:
 
     def retain(self) -> list[str]:
         """Applies pool retention (logged); returns the removed ids (their ratings and payoff go)."""
-        kept = retain_ids(self.pool_ids(), self.champion, self.cfg.pool_size, self.cfg.keep_recent, self.cfg.keep_old)
+        kept = kept_ids(self.cfg, self.pool_ids(), self.champion, self.meta_nash)
         removed = self.store.retire(kept, self.playing)
         if removed:
             keep = set(self.pool_ids()) | set(self.bots) | {LEARNER}
@@ -151,6 +153,16 @@ class LeagueManager:
         wins, losses, draws = result.as_tuple()
         self.payoff.update(a, b, wins, losses, draws)
         self.ratings.record(a, b, wins, losses, draws)
+        self._nash = None
+
+    def meta_nash(self) -> dict[str, float]:
+        """The pool's meta-Nash {member: weight} (meta_nash.py), recomputed only when an evaluation
+        match or a retirement changed the members' payoff (training games are the learner's)."""
+        ids = tuple(self.pool_ids())
+        if self._nash is None or self._nash[0] != ids:
+            matrix = payoff_matrix(list(ids), self.payoff.winrate, self.payoff.games, self.cfg.nash_min_games)
+            self._nash = (ids, solve_symmetric(matrix))
+        return dict(zip(ids, self._nash[1].tolist()))
 
     def learner_winrates(self, ids) -> list[float]:
         return [self.payoff.winrate(LEARNER, m) for m in ids]
@@ -187,6 +199,9 @@ class LeagueManager:
         opponents = [(CHAMPION, self.champion)] if self.champion not in (None, candidate) else []
         opponents += [(BASELINE, bot) for bot in self.baselines]
         opponents += [(VERIFICATION, m) for m in self.verification_opponents(candidate)]
+        if self.cfg.uses_meta_nash:  # the meta-game's payoff: the candidate meets every member
+            met = {candidate, *(who for _, who in opponents)}
+            opponents += [(POPULATION, m) for m in self.pool_ids() if m not in met]
         return self.planned(candidate, self.champion, epoch, opponents)
 
     def replan(self, pending: PendingEvaluation) -> EvaluationPlan:
@@ -235,7 +250,7 @@ class LeagueManager:
                 vs_champion = tally
             elif match.role == BASELINE:
                 vs_baselines[who] = tally
-            else:
+            elif match.role == VERIFICATION:
                 self.payoff.update(LEARNER, who, *map(float, tally.as_tuple()))
                 self.last_played[who] = self.games_recorded
         if skipped:
@@ -276,11 +291,10 @@ class LeagueManager:
         )
 
     def metrics(self) -> dict[str, float]:
-        """league/pool_size, promotions, candidates, the champion's rating, every rated id's
-        rating (league/rating_mu/<id>, league/rating_sigma/<id>: one line per member, and the
-        report's ratings and pool timeline), and league/payoff_vs_*: the learner's decayed score
-        in its *training* games vs a few opponents (scoring.winrate over the payoff counts; not a
-        duplicate match: eval/winrate_vs_* is that)."""
+        """league/pool_size, promotions, candidates, the champion's rating, every rated id's rating
+        (league/rating_mu|sigma/<id>: the report's ratings and pool timeline), the meta-Nash's
+        weights (league/nash_weight/<id>), and league/payoff_vs_*: the learner's decayed score in
+        its *training* games vs a few opponents (not a duplicate match: eval/winrate_vs_* is)."""
         out = {
             "league/pool_size": float(len(self.pool_ids())),
             "league/promotions": float(self.promotions),
@@ -294,6 +308,8 @@ class LeagueManager:
         for who, (mu, sigma) in self.ratings.state_dict().items():
             out[f"league/rating_mu/{who}"] = mu
             out[f"league/rating_sigma/{who}"] = sigma
+        nash = self.meta_nash() if self.cfg.uses_meta_nash else {}
+        out.update({f"league/nash_weight/{who}": weight for who, weight in nash.items()})
         few = {"champion": self.champion, **{b: b for b in self.bots}}
         if self.pool_ids():
             newest = self.pool_ids()[-1]
@@ -330,6 +346,7 @@ class LeagueManager:
         self.champion = state["champion"] if state["champion"] in self.store else None
         self.ratings.load_state_dict(state["ratings"])
         self.payoff.load_state_dict(state["payoff"])
+        self._nash = None
         self.promotions, self.candidates = int(state["promotions"]), int(state["candidates"])
         self.decisions = list(state["decisions"])
         self.games_recorded = int(state.get("games_recorded", 0))  # absent in states written before verification games

@@ -29,6 +29,7 @@ from .exploiter import MainExploiter
 from .frozen_pool import SPARE_SLOTS, FrozenPool
 from .manager import LeagueManager
 from .matchmaking import EXPLOITER, SELF, Matchmaker, pfsp_weights
+from .mixture import MixtureEvaluate, mixture_weights
 from .replication import PoolReplication
 
 
@@ -70,10 +71,12 @@ class LeagueOpponents:
         dist: Dist,
         exploiter: MainExploiter | None = None,
         fixed_shapes: bool = False,
+        evaluate_mixture: MixtureEvaluate | None = None,
     ):
         if exploiter is not None and dist.enabled:
             raise ValueError("the main exploiter runs in one process only (no torchrun)")
         self.cfg, self.manager, self.dist, self.exploiter = cfg, manager, dist, exploiter
+        self.evaluate_mixture = evaluate_mixture
         self.epoch_work = LeagueEpoch(cfg, manager, dist, exploiter, device)
         self.replication = PoolReplication(manager, dist)
         self.results: list[GameResult] = []  # this epoch's finished games vs non-self opponents
@@ -206,7 +209,11 @@ class LeagueOpponents:
         for m in self.pool.ids():
             if m not in ids and m not in in_use:
                 self.pool.remove(m)
-        probs = pfsp_weights(self.manager.learner_winrates(ids), self.cfg.pfsp_weighting)
+        if self.cfg.opponent_sampling == "nash":
+            nash = self.manager.meta_nash()
+            probs = [nash[m] for m in ids]
+        else:
+            probs = pfsp_weights(self.manager.learner_winrates(ids), self.cfg.pfsp_weighting)
         self.matchmaker.set_pool(ids, probs)
 
     def take_results(self) -> list[GameResult]:
@@ -268,6 +275,17 @@ class LeagueOpponents:
         if self.exploiter is not None:
             state["exploiter"] = self.exploiter.state_dict()
         return state
+
+    def evaluate_deliverable(self) -> dict[str, float]:
+        """The meta-Nash mixture's figures by the game's judge (`evaluate_mixture`: given with
+        [league] deliverable = nash_mixture on a game that has one), {} otherwise or while the
+        pool is empty; on rank 0, whose manager the others replicate."""
+        if self.evaluate_mixture is None:
+            return {}
+        ids, weights = mixture_weights(self.manager)
+        if not ids:
+            return {}
+        return self.evaluate_mixture([self.manager.load_policy(m) for m in ids], weights)
 
     def checkpointed(self) -> None:
         """Member files the checkpoint just written (this state) no longer names go now: the

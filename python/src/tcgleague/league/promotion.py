@@ -12,6 +12,7 @@ greedy < 0.6")."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,6 +67,33 @@ def decide(
         {k: v.as_tuple() for k, v in vs_baselines.items()},
         lower,
     )
+
+
+def kept_ids(
+    cfg: LeagueSection, ids_oldest_first: list[str], champion: str | None, meta_nash: Callable[[], dict[str, float]]
+) -> list[str]:
+    """The pool's retention rule: by the meta-Nash's weights when the league uses it, else by age."""
+    if cfg.uses_meta_nash:
+        return retain_by_weight(ids_oldest_first, meta_nash(), champion, cfg.pool_size, cfg.keep_recent)
+    return retain_ids(ids_oldest_first, champion, cfg.pool_size, cfg.keep_recent, cfg.keep_old)
+
+
+def retain_by_weight(
+    ids_oldest_first: list[str], weights: dict[str, float], champion: str | None, pool_size: int, keep_recent: int
+) -> list[str]:
+    """The ids to keep under the meta-Nash (in age order): all when they fit; else the champion,
+    the keep_recent newest, and the rest of the slots to the heaviest meta-Nash weights (the
+    newer first among equals): the mixture the run delivers keeps its support."""
+    ids = list(ids_oldest_first)
+    if len(ids) <= pool_size:
+        return ids
+    keep = set(ids[len(ids) - keep_recent :] if keep_recent > 0 else [])
+    if champion in ids:
+        keep.add(champion)
+    age = {m: i for i, m in enumerate(ids)}
+    rest = sorted((m for m in ids if m not in keep), key=lambda m: (-weights.get(m, 0.0), -age[m]))
+    keep.update(rest[: max(0, pool_size - len(keep))])
+    return [i for i in ids if i in keep]
 
 
 def retain_ids(

@@ -53,6 +53,10 @@ class Sampler(Protocol):
     def log_prob_entropy_rows(self, policy, out, ent, obs, actions, params=None) -> tuple:
         """(logprob [n], entropy [n]) of `actions` taken at `obs`, under the math of `sample_rows`."""
 
+    def log_prob_entropy_stages_rows(self, policy, out, ent, obs, actions, params=None) -> tuple:
+        """(logprob [n], entropy [n], stages): each sampling stage's log p [n, size] along
+        `actions`, illegal values ~-1e9 (the regularizer's KL per decision, magnet.py)."""
+
     def listed_log_probs(self, policy, out, ent, obs, params=None) -> torch.Tensor:
         """log pi of every legal action of each row: [n, legal actions listed], -inf past its count."""
 

@@ -131,8 +131,12 @@ class FlatSampler(SamplingParameters):
         return (actions, *self._chosen(logp, legal, actions))
 
     def log_prob_entropy_rows(self, policy, out, ent, obs, actions, params=None):
+        return self.log_prob_entropy_stages_rows(policy, out, ent, obs, actions, params)[:2]
+
+    def log_prob_entropy_stages_rows(self, policy, out, ent, obs, actions, params=None):
+        """(logprob [n], entropy [n], [log p [n, actions]]): one action, one stage."""
         logp, legal = self.log_probs(policy, out, obs, params)
-        return self._chosen(logp, legal, actions.reshape(-1, 1).long())
+        return (*self._chosen(logp, legal, actions.reshape(-1, 1).long()), [logp])
 
     def listed_log_probs(self, policy, out, ent, obs, params=None) -> torch.Tensor:
         """log pi of every action [n, actions], -inf where illegal."""

@@ -11,6 +11,9 @@ logprob = sum over stages of log p(chosen value); entropy = sum of the entropies
 distributions actually sampled from (given the chosen prefix). Rows with count 0 (padding, or an
 inactive seat) give action zeros, logprob 0 and entropy 0, never NaN.
 
+`log_prob_entropy_stages_rows` also hands back each stage's whole distribution along the taken
+prefix, so a regularizer can compare two policies decision by decision (magnet.py's KL).
+
 A policy that scores its legal list whole (`scores_legal_list`, `[policy] legal_scorer_dim > 0`)
 is sampled in one stage over the legal tuples instead: T = primary_temperature, eps mixes toward
 uniform over the legal tuples, subaction_temperature is unused; the logprob of an action is that
@@ -84,9 +87,18 @@ class TCGSampler(SamplingParameters):
 
     def log_prob_entropy_rows(self, policy, out, ent, obs, actions, params=None):
         """`log_prob_entropy` of `actions` [n, ...] taken at observation rows `obs` [n, ...]."""
+        return self.log_prob_entropy_stages_rows(policy, out, ent, obs, actions, params)[:2]
+
+    def log_prob_entropy_stages_rows(self, policy, out, ent, obs, actions, params=None):
+        """(logprob [n], entropy [n], stages): `stages` the log p [n, size] of each stage's
+        distribution along `actions` (illegal values ~-1e9), what a KL per decision compares."""
         legal, count = legal_from_obs(obs)
         actions = actions.reshape(len(legal), 4)
-        return self.log_prob_entropy(policy, out, ent, legal, count, actions, params, effects_from_obs(obs))
+        effects = effects_from_obs(obs)
+        _, logprob, entropy, stages = self._run(
+            policy, out, ent, legal, count, params, actions, None, False, None, effects
+        )
+        return logprob, entropy, stages
 
     def listed_log_probs(self, policy, out, ent, obs, params=None) -> torch.Tensor:
         """log pi of every legal action of observation rows `obs` [n, ...]: [n, MAX_LEGAL], -inf
@@ -129,15 +141,15 @@ class TCGSampler(SamplingParameters):
         the four stages (no RNG inside: the frozen opponents' vmapped forward passes them).
         `effects` [..., L, K]: what each legal tuple does (`layout.effects_from_obs`), read by a
         policy that scores them."""
-        return self._run(policy, out, ent, legal, count, params, None, generator, argmax, uniforms, effects)
+        return self._run(policy, out, ent, legal, count, params, None, generator, argmax, uniforms, effects)[:3]
 
     def greedy(self, policy, out, ent, legal, count, params=None, effects=None):
         """Argmax at every stage (evaluation)."""
-        return self._run(policy, out, ent, legal, count, params, None, None, True, None, effects)
+        return self._run(policy, out, ent, legal, count, params, None, None, True, None, effects)[:3]
 
     def log_prob_entropy(self, policy, out, ent, legal, count, actions, params=None, effects=None):
         """(logprob [...], entropy [...]) of the given actions [..., 4] under the same math as `sample`."""
-        _, logprob, entropy = self._run(policy, out, ent, legal, count, params, actions, None, False, None, effects)
+        _, logprob, entropy, _ = self._run(policy, out, ent, legal, count, params, actions, None, False, None, effects)
         return logprob, entropy
 
     def legal_list_log_probs(self, policy, out, ent, legal, count, params=None, effects=None) -> torch.Tensor:
@@ -165,18 +177,18 @@ class TCGSampler(SamplingParameters):
         row_ok = count > 0  # [B]
         listed = torch.arange(legal.shape[1], device=out.device)[None, :] < count[:, None]  # [B, L]
         if getattr(policy, "scores_legal_list", False):
-            acts, logprob, entropy = self._legal_list(
+            acts, logprob, entropy, stages = self._legal_list(
                 policy, out, ent, legal, effects, listed, row_ok, t_primary, eps, actions, generator, argmax, uniforms
             )
         else:
-            acts, logprob, entropy = self._staged(
+            acts, logprob, entropy, stages = self._staged(
                 policy, out, ent, legal, listed, row_ok, t_primary, t_sub, eps, actions, generator, argmax, uniforms
             )
         zero = torch.zeros_like(logprob)  # padded rows: action zeros, logprob and entropy 0
         acts = torch.where(row_ok[:, None], acts, torch.zeros_like(acts))
         logprob = torch.where(row_ok, logprob, zero)
         entropy = torch.where(row_ok, entropy, zero)
-        return acts.reshape(*lead, 4), logprob.reshape(lead), entropy.reshape(lead)
+        return acts.reshape(*lead, 4), logprob.reshape(lead), entropy.reshape(lead), stages
 
     @staticmethod
     def _staged(
@@ -189,6 +201,7 @@ class TCGSampler(SamplingParameters):
         logprob = torch.zeros(B, device=out.device)
         entropy = torch.zeros(B, device=out.device)
         chosen: list[torch.Tensor] = []
+        stages: list[torch.Tensor] = []
         for k in range(4):
             if k == 0:
                 logits = policy.type_logits(out)
@@ -213,9 +226,10 @@ class TCGSampler(SamplingParameters):
             choice = torch.where(row_ok, choice, torch.zeros_like(choice))
             logprob = logprob + logp.gather(1, choice[:, None]).squeeze(1)
             entropy = entropy + _entropy(logp)
+            stages.append(logp)
             consistent = consistent & (values == choice[:, None])
             chosen.append(choice)
-        return torch.stack(chosen, -1), logprob, entropy
+        return torch.stack(chosen, -1), logprob, entropy, stages
 
     @staticmethod
     def _legal_list(
@@ -238,4 +252,4 @@ class TCGSampler(SamplingParameters):
         # an action's probability is its tuple's (summed, should the list repeat a tuple)
         named = (legal == actions[:, None, :]).all(-1) & mask
         logprob = torch.logsumexp(torch.where(named, logp, torch.full_like(logp, MASKED)), -1)
-        return actions, logprob, _entropy(logp.masked_fill(~mask, 0.0))
+        return actions, logprob, _entropy(logp.masked_fill(~mask, 0.0)), [logp]

@@ -1,0 +1,64 @@
+"""The population's meta-Nash: the mixture over members that no member beats (PSRO's meta-solver).
+
+The league's last learner is one iterate of a game that cycles; fictitious play and PSRO converge
+in their *mixture*. The meta-game is the symmetric zero-sum game whose pure strategies are the
+members and whose payoff is a member's score against another minus one half (scoring.score: a
+draw is half a win), read from the league's decayed payoff counts. Its Nash equilibrium is found
+by predictive regret matching+ in self-play with linearly weighted averaging (Farina, Kroer and
+Sandholm 2021: regret matching+ whose next strategy also counts the last round's regrets; its
+average converges to an equilibrium of a zero-sum matrix game, in practice far faster than plain
+regret matching: 1e-4 on rock-paper-scissors with a dominated fourth strategy in 5,000 rounds).
+
+Uncertainty: an entry measured on fewer than `min_games` games is left out, i.e. taken as even (0),
+so a pair that barely met cannot carry the mixture; what remains is the noise of a win rate over
+at least `min_games` games (a 256-game match: +-0.03 at one standard error)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+ITERATIONS = 5_000  # rounds: < 1e-3 meta-game exploitability on the tests' matrices
+
+
+def solve_symmetric(payoff: np.ndarray, iterations: int = ITERATIONS) -> np.ndarray:
+    """The meta-Nash mixture of a symmetric zero-sum game: `payoff[i, j]` what strategy i gains
+    against j (antisymmetrised here, so payoff[j, i] = -payoff[i, j] whatever was measured)."""
+    a = np.asarray(payoff, dtype=np.float64)
+    if a.ndim != 2 or a.shape[0] != a.shape[1]:
+        raise ValueError(f"a meta-game's payoff is a square matrix, got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError("a meta-game's payoff has non-finite entries")
+    n = len(a)
+    if n == 0:
+        return np.zeros(0)
+    a = 0.5 * (a - a.T)
+    regrets, last = np.zeros(n), np.zeros(n)
+    average = np.zeros(n)
+    for t in range(1, iterations + 1):
+        positive = np.maximum(regrets + last, 0.0)  # predictive: the last round's regrets again
+        total = positive.sum()
+        strategy = positive / total if total > 0 else np.full(n, 1.0 / n)
+        values = a @ strategy  # each pure strategy against the current mixture
+        last = values - strategy @ values
+        regrets = np.maximum(regrets + last, 0.0)  # RM+: regrets floored at 0
+        average += t * strategy
+    return average / average.sum()
+
+
+def exploitability(payoff: np.ndarray, mixture: np.ndarray) -> float:
+    """How much the best pure strategy gains against `mixture` (0 at the meta-Nash)."""
+    a = np.asarray(payoff, dtype=np.float64)
+    a = 0.5 * (a - a.T)
+    return float(np.max(a @ mixture))
+
+
+def payoff_matrix(ids: list[str], score, games, min_games: float) -> np.ndarray:
+    """The meta-game's payoff among `ids`: `score(a, b) - 0.5` where a and b met on at least
+    `min_games` games (`games(a, b)`), else 0 (left out)."""
+    n = len(ids)
+    matrix = np.zeros((n, n))
+    for i, a in enumerate(ids):
+        for j, b in enumerate(ids):
+            if i != j and games(a, b) >= min_games:
+                matrix[i, j] = score(a, b) - 0.5
+    return matrix

@@ -1,0 +1,123 @@
+"""The league's deliverable as a Nash mixture: `league_policy.pt` in the run directory.
+
+PSRO and fictitious play converge in their mixture, not in their last iterate ([league]
+deliverable = nash_mixture). The file is a checkpoint (the one writer: format, fingerprint, JSON
+sidecar, every field checked) whose `mixture` field holds each member's weights, architecture and
+sampler with its meta-Nash weight; its top-level policy is the heaviest member's, so the file
+reads like any checkpoint. A mixture plays by drawing one member per game; its exact judge
+(`python -m tcgleague.exact`) takes the members' reach-weighted average policy, which is what that
+draw plays.
+
+`load_mixture` validates it (weights finite, non-negative, summing to 1; every member's weights
+fit its architecture) and refuses a bad file in one line (CheckpointError)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..checkpoint import CheckpointError, load_checkpoint
+from ..checkpoint.files import write_checkpoint
+from ..policy.families import family_of
+from ..policy.family import Policy, Sampler, freeze
+from .manager import LeagueManager
+
+MIXTURE_FILE = "league_policy.pt"
+MIN_WEIGHT = 1e-3  # members the meta-Nash weighs less are left out (the rest renormalised)
+WEIGHT_TOLERANCE = 1e-6  # how far from 1 the stored weights may sum
+
+
+@dataclass
+class Mixture:
+    """A loaded mixture: its members (frozen policy, sampler) and their weights, summing to 1."""
+
+    path: Path
+    game: str
+    ids: list[str]
+    weights: list[float]
+    members: list[tuple[Policy, Sampler]]
+
+
+MixtureEvaluate = Callable[[list[tuple[Policy, Sampler]], list[float]], dict]
+"""A game's judge of a mixture: (members, weights) -> eval/* figures (game.py)."""
+
+
+def mixture_weights(manager: LeagueManager) -> tuple[list[str], list[float]]:
+    """The meta-Nash's members, heaviest first, and their weights renormalised after dropping
+    those under MIN_WEIGHT (none while the pool is empty)."""
+    nash = {m: w for m, w in manager.meta_nash().items() if w >= MIN_WEIGHT}
+    total = sum(nash.values())
+    ids = sorted(nash, key=lambda m: -nash[m])
+    return ids, [nash[m] / total for m in ids]
+
+
+def write_mixture(run_dir: Path, manager: LeagueManager, global_step: int, epoch: int) -> Path | None:
+    """The pool's meta-Nash mixture as `<run_dir>/league_policy.pt` (None while the pool is empty)."""
+    ids, weights = mixture_weights(manager)
+    if not ids:
+        return None
+    members = []
+    for m, weight in zip(ids, weights):
+        member = manager.store.members[m]
+        members.append(
+            {
+                "id": m,
+                "weight": weight,
+                "policy": manager.store.weights(m),
+                "policy_config": dict(member.policy_config),
+                "sampling_params": dict(member.sampling_params),
+            }
+        )
+    heaviest = members[0]
+    state = {
+        "policy": heaviest["policy"],
+        "policy_config": heaviest["policy_config"],
+        "sampling_params": heaviest["sampling_params"],
+        "global_step": int(global_step),
+        "epoch": int(epoch),
+        "mixture": {"members": members},
+    }
+    return write_checkpoint(run_dir / MIXTURE_FILE, state, game=manager.store.game)
+
+
+def is_mixture(state: dict) -> bool:
+    return "mixture" in state
+
+
+def load_mixture(path: Path, log=print) -> Mixture:
+    """A mixture file, validated: refused in one line (CheckpointError) when it is not one, when its
+    weights are not a distribution, or when a member's weights do not fit its architecture."""
+    loaded = load_checkpoint(path, log=log)
+    mixture = loaded.state.get("mixture")
+    if not isinstance(mixture, dict) or not isinstance(mixture.get("members"), list) or not mixture["members"]:
+        raise CheckpointError(f"{path} is not a league mixture (no members in its 'mixture' field)")
+    ids, weights, members = [], [], []
+    for k, entry in enumerate(mixture["members"]):
+        where = f"{path}: mixture member {k}"
+        if not isinstance(entry, dict) or any(f not in entry for f in ("id", "weight", "policy", "policy_config")):
+            raise CheckpointError(f"{where} is missing its id, weight, policy or policy_config")
+        weight = entry["weight"]
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight) or weight < 0:
+            raise CheckpointError(f"{where} ({entry['id']!r}): weight {weight!r} is not a finite number >= 0")
+        weights_ok = isinstance(entry["policy"], dict) and all(
+            torch.is_tensor(v) and (not v.is_floating_point() or torch.isfinite(v).all())
+            for v in entry["policy"].values()
+        )
+        if not weights_ok:
+            raise CheckpointError(f"{where} ({entry['id']!r}): its weights are not finite tensors")
+        try:
+            family = family_of(entry["policy_config"])
+            policy = family.from_state(entry["policy"], family.config_from_dict(entry["policy_config"]))
+        except (RuntimeError, ValueError, TypeError, KeyError) as err:
+            raise CheckpointError(f"{where} ({entry['id']!r}): weights do not fit the architecture: {err}") from None
+        ids.append(str(entry["id"]))
+        weights.append(float(weight))
+        members.append((freeze(policy), family.sampler_from_params(entry.get("sampling_params"))))
+    if abs(sum(weights) - 1.0) > WEIGHT_TOLERANCE:
+        raise CheckpointError(f"{path}: the mixture's weights sum to {sum(weights):.6g}, not 1 ({weights})")
+    game = (loaded.state.get("fingerprint") or {}).get("game", "emberfront")
+    return Mixture(Path(path), game, ids, weights, members)

@@ -1,0 +1,184 @@
+"""The league's Nash mixture (PSRO): the meta-solver recovers known equilibria from payoff
+matrices, leaves out entries measured on too few games, the manager fills the members' payoff and
+draws / retains by the meta-Nash, and a mixture file (`league_policy.pt`) is judged exactly like
+the reach-weighted average it plays (weights (1, 0): the first member alone); bad mixture files
+are refused in one line, exit 2."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from helpers.state_compare import assert_same
+from tcgleague import exact
+from tcgleague import train as train_cli
+from tcgleague.checkpoint import CheckpointError
+from tcgleague.checkpoint.files import read_state
+from tcgleague.game import PLAYABLE
+from tcgleague.games.rules import GAMES
+from tcgleague.league.manager import LeagueManager
+from tcgleague.league.meta_nash import exploitability, payoff_matrix, solve_symmetric
+from tcgleague.league.mixture import MIXTURE_FILE, load_mixture, write_mixture
+from tcgleague.league.promotion import retain_by_weight
+from tcgleague.policy.flat import FlatPolicyConfig, build_flat_policy
+from test_game_plugin import KUHN_LEAGUE, UNIFORM
+from test_league import Scripted, league_cfg, quiet
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+ROCK_PAPER_SCISSORS = np.array([[0, -1, 1], [1, 0, -1], [-1, 1, 0]], dtype=float)
+# strategy 0 beats both others, 1 beats 2: (1, 0, 0) is the one equilibrium, and it is pure
+PURE = np.array([[0, 0.3, 0.2], [-0.3, 0, 0.1], [-0.2, -0.1, 0]])
+
+
+def test_the_meta_solver_recovers_known_equilibria():
+    rps = solve_symmetric(ROCK_PAPER_SCISSORS)
+    np.testing.assert_allclose(rps, [1 / 3] * 3, atol=1e-3)
+    assert exploitability(ROCK_PAPER_SCISSORS, rps) < 1e-3
+    pure = solve_symmetric(PURE)
+    assert pure[0] > 0.999 and exploitability(PURE, pure) < 1e-6
+    # a cycle among three strong members and one weak one: the weak one gets nothing
+    cycle = np.zeros((4, 4))
+    cycle[:3, :3] = ROCK_PAPER_SCISSORS
+    cycle[:3, 3], cycle[3, :3] = 0.4, -0.4
+    mixed = solve_symmetric(cycle)
+    assert mixed[3] < 1e-3 and exploitability(cycle, mixed) < 1e-3
+    with pytest.raises(ValueError, match="square"):
+        solve_symmetric(np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="non-finite"):
+        solve_symmetric(np.array([[0.0, np.nan], [0.0, 0.0]]))
+
+
+def test_entries_on_too_few_games_are_left_out():
+    scores = {("a", "b"): 0.9, ("b", "a"): 0.1, ("a", "c"): 0.2, ("c", "a"): 0.8}
+    games = {("a", "b"): 100, ("b", "a"): 100, ("a", "c"): 10, ("c", "a"): 10}
+    matrix = payoff_matrix(["a", "b", "c"], lambda x, y: scores.get((x, y), 0.5), lambda x, y: games.get((x, y), 0), 64)
+    np.testing.assert_allclose(matrix, [[0, 0.4, 0], [-0.4, 0, 0], [0, 0, 0]])
+
+
+def test_the_manager_fills_the_payoff_and_draws_and_retains_by_the_meta_nash():
+    cfg = league_cfg(opponent_sampling="nash", eval_games=64, nash_min_games=64, pool_size=3, keep_recent=1)
+    # m0 beats m1, m1 beats m2, m2 beats m0 (a cycle); m3, the candidate, loses to everyone
+    results = {("m1", "m0"): (10, 54, 0), ("m2", "m0"): (54, 10, 0), ("m2", "m1"): (10, 54, 0)}
+    results.update({("m3", m): (5, 59, 0) for m in ("m0", "m1", "m2")})
+    play = Scripted(results)
+    mgr = LeagueManager(cfg, play=play, log=quiet, runner=PLAYABLE["kuhn"].runner, game="kuhn")
+    policy = build_flat_policy(FlatPolicyConfig(11, 3, hidden_size=4), 0)
+    for m in ("m0", "m1", "m2"):
+        mgr.ingest(m, policy.state_dict(), policy.config.to_dict())
+        mgr.evaluate(m)
+    population = [(a, b) for a, b, _ in play.calls if b.startswith("m")]
+    assert ("m2", "m0") in population and ("m2", "m1") in population  # every pool member, not just the champion
+    weights = mgr.meta_nash()
+    np.testing.assert_allclose([weights[m] for m in ("m0", "m1", "m2")], [1 / 3] * 3, atol=0.02)
+    assert mgr.metrics()["league/nash_weight/m1"] == pytest.approx(weights["m1"])
+    mgr.ingest("m3", policy.state_dict(), policy.config.to_dict())
+    mgr.evaluate("m3")  # the pool is over its size: the newest stays, then the heaviest weights
+    assert sorted(mgr.pool_ids()) == ["m0", "m2", "m3"] or len(mgr.pool_ids()) == 3
+    assert "m3" in mgr.pool_ids()
+    assert retain_by_weight(["a", "b", "c", "d"], {"a": 0.6, "b": 0.0, "c": 0.4}, None, 3, 1) == ["a", "c", "d"]
+
+
+def two_members(tmp_path, weights):
+    """A Kuhn league manager with members m0, m1 and a mixture file of them at `weights`."""
+    cfg = league_cfg(deliverable="nash_mixture")
+    mgr = LeagueManager(
+        cfg, tmp_path / "league", play=Scripted(), log=quiet, runner=PLAYABLE["kuhn"].runner, game="kuhn"
+    )
+    rules = GAMES["kuhn"]
+    for k, m in enumerate(("m0", "m1")):
+        policy = build_flat_policy(FlatPolicyConfig(rules.obs_width, 3, hidden_size=8), k + 3)
+        with torch.no_grad():
+            policy.actor.bias.add_(torch.tensor([0.0, 2.0, -1.0]) * (1 - 2 * k))
+        mgr.ingest(m, policy.state_dict(), policy.config.to_dict())
+    mgr.meta_nash = lambda: dict(zip(("m0", "m1"), weights))  # the weights under test
+    return mgr, write_mixture(tmp_path, mgr, global_step=10, epoch=1)
+
+
+def test_a_mixture_judges_as_its_reach_weighted_average(tmp_path):
+    mgr, path = two_members(tmp_path / "a", (1.0, 0.0))
+    assert path.name == MIXTURE_FILE
+    first = exact.checkpoint_exploitability(tmp_path / "a" / "league" / "members" / "m0.pt")
+    alone = exact.mixture_exploitability(path)
+    assert alone.exploitability == pytest.approx(first.exploitability, abs=1e-9)
+    _, half = two_members(tmp_path / "b", (0.5, 0.5))
+    mixture = load_mixture(half)
+    assert mixture.weights == [0.5, 0.5] and mixture.game == "kuhn"
+    rules = GAMES["kuhn"]
+    singles = [exact.recurrent_policy(rules, p, s) for p, s in mixture.members]
+    average = exact.mixture_policy(rules, singles, [0.5, 0.5])
+    # at the first decision both members reach it: the average is the plain mean there
+    state = exact.openspiel_game(rules).new_initial_state()
+    state.apply_action(0)
+    state.apply_action(1)
+    mean = {a: 0.5 * (singles[0](state)[a] + singles[1](state)[a]) for a in state.legal_actions()}
+    assert average(state) == pytest.approx(mean, abs=1e-6)
+    judged = exact.mixture_exploitability(half).exploitability
+    assert 0 < judged < max(exact.measure(rules, p).exploitability for p in singles)
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (lambda m: m.update(members=[{**m["members"][0], "weight": 0.7}, m["members"][1]]), "sum to 1.2"),
+        (lambda m: m["members"][1].pop("policy"), "missing its id, weight, policy"),
+        (lambda m: m["members"][0].update(weight=float("nan")), "not a finite number"),
+        (lambda m: m["members"][1]["policy"]["actor.bias"].fill_(float("nan")), "not finite tensors"),
+    ],
+    ids=["weights", "member", "nan-weight", "nan-policy"],
+)
+def test_bad_mixture_files_are_refused_in_one_line(tmp_path, capsys, damage, message):
+    _, path = two_members(tmp_path, (0.5, 0.5))
+    state = read_state(path)
+    damage(state["mixture"])
+    bad = tmp_path / "bad.pt"
+    torch.save(state, bad)
+    before = bad.read_bytes()
+    with pytest.raises(CheckpointError, match=message):
+        load_mixture(bad)
+    capsys.readouterr()
+    assert exact.main([str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert bad.read_bytes() == before
+    copy.deepcopy(state)  # the damaged state itself is plain data
+
+
+def test_a_kuhn_league_delivers_its_nash_mixture_and_resumes_exactly(tmp_path, capsys):
+    """PSRO on Kuhn through train.py: opponents drawn from the meta-Nash, every candidate plays the
+    pool, league_policy.pt written with each checkpoint and judged at each evaluation; an exact
+    resume repeats the pool's weights and the mixture."""
+    nash = [
+        "--league.opponent-sampling",
+        "nash",
+        "--league.deliverable",
+        "nash_mixture",
+        "--league.nash-min-games",
+        "16",
+    ]
+    run = [*KUHN_LEAGUE, *nash, "--base.experiments-dir", str(tmp_path)]
+    assert train_cli.main(run) == 0
+    (run_a,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    events = [json.loads(x) for x in (run_a / "league" / "events.jsonl").read_text().splitlines()]
+    assert any(e["kind"] == "match" and e["role"] == "population" for e in events)
+    metrics = [json.loads(x) for x in (run_a / "metrics.jsonl").read_text().splitlines()]
+    weights = {k: v for k, v in metrics[-1].items() if k.startswith("league/nash_weight/")}
+    assert weights and sum(weights.values()) == pytest.approx(1.0)
+    judged = [m["eval/mixture_exploitability"] for m in metrics if "eval/mixture_exploitability" in m]
+    assert judged and all(0 <= x < UNIFORM["kuhn"] * 1.5 for x in judged)
+    mixture = load_mixture(run_a / MIXTURE_FILE)
+    assert mixture.game == "kuhn" and sum(mixture.weights) == pytest.approx(1.0)
+    assert exact.mixture_exploitability(run_a / MIXTURE_FILE).exploitability == pytest.approx(judged[-1], abs=1e-9)
+    capsys.readouterr()
+    assert exact.main([str(run_a / MIXTURE_FILE)]) == 0
+    assert "kuhn: NashConv" in capsys.readouterr().out
+    resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
+    assert train_cli.main([*run, *resume]) == 0
+    (run_b,) = [p for p in tmp_path.iterdir() if p.is_dir() and p != run_a]
+    a, b = (torch.load(r / "model_kuhn_000008.pt", weights_only=True) for r in (run_a, run_b))
+    assert_same(a["policy"], b["policy"], "policy")
+    assert load_mixture(run_b / MIXTURE_FILE).weights == mixture.weights
