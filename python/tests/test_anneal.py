@@ -76,16 +76,24 @@ def test_from_config_and_values():
             "--train.ent_coef_initial=0.01",
             "--train.ent_coef_final=0.0",
             "--train.ent_coef_anneal_start_frac=0.5",
+            "--train.magnet_coef_initial=0.2",
+            "--train.magnet_coef_final=0.1",
         ],
     )
     anneals = anneals_from_config(cfg)
-    assert set(anneals) == {"subaction_temperature", "smoothing_eps", "ent_coef"}
+    assert set(anneals) == {"subaction_temperature", "smoothing_eps", "ent_coef", "magnet_coef"}
     assert anneals["smoothing_eps"].end_step == 500
     vals = anneal_values(anneals, 250, cfg.train.total_timesteps, 0)
-    assert set(vals) == {"sampler/subaction_temperature", "sampler/smoothing_eps", "anneal/ent_coef"}
+    assert set(vals) == {
+        "sampler/subaction_temperature",
+        "sampler/smoothing_eps",
+        "anneal/ent_coef",
+        "anneal/magnet_coef",
+    }
     assert vals["sampler/subaction_temperature"] == pytest.approx(1.15)
     assert vals["sampler/smoothing_eps"] == pytest.approx(0.025)
     assert vals["anneal/ent_coef"] == pytest.approx(0.01)
+    assert vals["anneal/magnet_coef"] == pytest.approx(0.175)
     vals = anneal_values(anneals, 500, 1000, 250)
     assert vals["anneal/ent_coef"] == pytest.approx(0.005)
     assert vals["sampler/smoothing_eps"] == 0.0

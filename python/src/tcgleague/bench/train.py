@@ -6,9 +6,11 @@ model work - the learner's decision step and the PPO update - without the env)."
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import torch
 
+from ..config.sections import MAGNET_KINDS
 from ..transfer import ROW
 from .common import build_trainer, epoch_split, print_table, split_rows, timed
 
@@ -19,6 +21,12 @@ SPS_TARGET = {"cpu": ">= 7,500", "cuda": ">= 100,000"}
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", default="configs/default.ini")
     p.add_argument("--epochs", type=int, default=3, help="timed epochs (after one warm-up epoch)")
+    p.add_argument(
+        "--magnet",
+        choices=MAGNET_KINDS,
+        help="instead: the config with and without this magnet ([train] magnet_coef 0.1), epochs alternated "
+        "in one process, and the SPS ratio (the magnet's cost: one more policy pass per minibatch)",
+    )
 
 
 @torch.no_grad()
@@ -36,7 +44,43 @@ def rollout_compute_seconds(trainer, steps: int) -> float:
     return timed(trainer.device, decide_every_game, steps)
 
 
+def magnet_cost(args: argparse.Namespace) -> dict:
+    """SPS with the magnet over SPS without, the two trainers' epochs alternated (a noisy shared
+    machine slows both alike); the median epoch of each."""
+    regularized = [
+        "--train.magnet",
+        args.magnet,
+        "--train.magnet-coef-initial",
+        "0.1",
+        "--train.magnet-coef-final",
+        "0.1",
+    ]
+    trainers = {"plain": build_trainer(args.config, args.overrides)}
+    trainers["magnet"] = build_trainer(args.config, [*args.overrides, *regularized])
+    seconds: dict[str, list[float]] = {name: [] for name in trainers}
+    for k in range(args.epochs + 1):  # the first round warms up
+        for name, trainer in trainers.items():
+            elapsed = trainer.train_epoch()["perf/epoch_seconds"]
+            if k:
+                seconds[name].append(elapsed)
+    batch = trainers["plain"].cfg.train.batch_size
+    sps = {name: batch / statistics.median(times) for name, times in seconds.items()}
+    figures = {"magnet": args.magnet, "sps_plain": sps["plain"], "sps_magnet": sps["magnet"]}
+    figures.update(ratio=sps["magnet"] / sps["plain"], epochs=args.epochs, config=args.config)
+    print_table(
+        f"the magnet's cost ({args.config}, magnet {args.magnet}, epochs alternated)",
+        [
+            ("learner decisions/s without the magnet", f"{sps['plain']:,.0f}", ""),
+            ("learner decisions/s with it", f"{sps['magnet']:,.0f}", ""),
+            ("ratio", f"{figures['ratio']:.3f}", ">= 0.9"),
+        ],
+    )
+    return figures
+
+
 def run(args: argparse.Namespace) -> dict:
+    if args.magnet:
+        return magnet_cost(args)
     trainer = build_trainer(args.config, args.overrides)
     t, device = trainer.cfg.train, trainer.device
     trainer.train_epoch()  # warm-up (allocations, thread pools, compilation)
