@@ -12,7 +12,7 @@ import torch
 
 from helpers.state_compare import assert_same
 from tcgleague import train as train_cli
-from tcgleague.magnet import Magnet, magnet_kl, uniform_stages
+from tcgleague.magnet import Magnet, magnet_kl, split, uniform_stages
 from tcgleague.policy.flat import FlatPolicyConfig, FlatSampler, build_flat_policy
 from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.ppo import COEF_NAMES, PPOLoss, unroll
@@ -43,12 +43,17 @@ def stages_of(policy, sampler, obs, boundary, state, actions):
     return sampler.log_prob_entropy_stages_rows(policy, out, ent, flat, actions, None)
 
 
+def magnet_stages(magnet, sampler, stages, obs, boundary, state, actions):
+    """The magnet's replay (what PPOUpdater hands the loss), cut into the learner's stages."""
+    return split(magnet.log_probs(sampler, unroll, obs, actions, boundary, state, state, None), stages)
+
+
 def test_the_kl_is_zero_when_the_policy_is_its_magnet_and_positive_otherwise():
     policy, obs, boundary, state, actions = flat_batch()
     sampler = FlatSampler()
     magnet = Magnet("frozen", policy, interval=1, ema=0.5)
     _, _, stages = stages_of(policy, sampler, obs, boundary, state, actions)
-    same = magnet.stages(sampler, stages, unroll, obs, boundary, state, state, obs.reshape(-1, WIDTH), actions, None)
+    same = magnet_stages(magnet, sampler, stages, obs, boundary, state, actions)
     assert torch.equal(magnet_kl(stages, same), torch.zeros(len(stages[0])))
     with torch.no_grad():
         policy.actor.bias.add_(torch.tensor([1.0, -0.5, 0.25]))
@@ -74,12 +79,10 @@ def test_the_kl_gradient_matches_finite_differences():
         for p in magnet_policy.parameters():
             p.add_(0.3 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
     magnet = Magnet("frozen", magnet_policy, interval=1, ema=0.5)
-    flat = obs.reshape(-1, WIDTH)
 
     def kl() -> torch.Tensor:
         _, _, stages = stages_of(policy, sampler, obs, boundary, state, actions)
-        target = magnet.stages(sampler, stages, unroll, obs, boundary, state, state, flat, actions, None)
-        return magnet_kl(stages, target).mean()
+        return magnet_kl(stages, magnet_stages(magnet, sampler, stages, obs, boundary, state, actions)).mean()
 
     policy.zero_grad()
     kl().backward()
@@ -121,20 +124,23 @@ def test_the_ppo_loss_regularizes_both_families(data):  # noqa: F811
         boundary,
         state_h,
         state_c,
-        params,
     )
     coefs = torch.tensor([0.2, 0.5, 0.2, 0.01, 0.5])
     assert len(coefs) == len(COEF_NAMES)
     kl_index = -1
-    plain_loss, _ = PPOLoss(policy, sampler)(*inputs, coefs)
+    plain_loss, _ = PPOLoss(policy, sampler)(*inputs, torch.zeros(m, t, 0), params, coefs)
     magnet = Magnet("ema", policy, interval=1, ema=0.5)
-    same_loss, same_stats = PPOLoss(policy, sampler, magnet)(*inputs, coefs)
+
+    def replayed() -> torch.Tensor:
+        return magnet.log_probs(sampler, unroll, obs, actions.reshape(m, t, 4), boundary, state_h, state_c, params)
+
+    same_loss, same_stats = PPOLoss(policy, sampler, magnet)(*inputs, replayed(), params, coefs)
     assert float(same_stats[kl_index]) == 0.0 and torch.equal(same_loss, plain_loss)
     with torch.no_grad():
         g = torch.Generator().manual_seed(7)
         for p in magnet.policy.parameters():
             p.add_(0.5 * torch.randn(p.shape, generator=g))
-    moved_loss, moved_stats = PPOLoss(policy, sampler, magnet)(*inputs, coefs)
+    moved_loss, moved_stats = PPOLoss(policy, sampler, magnet)(*inputs, replayed(), params, coefs)
     assert float(moved_stats[kl_index]) > 1e-4
     torch.testing.assert_close(moved_loss, plain_loss + 0.5 * moved_stats[kl_index])
 

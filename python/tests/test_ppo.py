@@ -15,6 +15,7 @@ import torch
 from helpers.policy_data import make_policy, rollout_obs
 from helpers.trainers import collect, smoke_trainer
 from tcgleague.layout import effects_from_obs, legal_from_obs
+from tcgleague.magnet import Magnet
 from tcgleague.policy import TCGSampler
 from tcgleague.ppo import STAT_NAMES, PPOLoss, PPOUpdater, UpdateSettings, lr_lambda, unroll
 from tcgleague.trainer import Trainer
@@ -134,6 +135,7 @@ def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, 
         boundary,
         state_h,
         state_c,
+        torch.zeros(M, T, 0),
         params,
         torch.tensor([0.2, 0.5, 0.2, 0.01, 0.0]),
     )
@@ -177,9 +179,9 @@ def record_minibatches(trainer: Trainer) -> list[torch.Tensor]:
     seen = []
     load = trainer.learner.updater.load_minibatch
 
-    def spy(batch, index):
+    def spy(batch, index, magnet_logp=None):
         seen.append(index.clone())
-        return load(batch, index)
+        return load(batch, index, magnet_logp)
 
     trainer.learner.updater.load_minibatch = spy
     return seen
@@ -220,7 +222,8 @@ def test_lr_lambda_values():
 
 # ---- compiled optimizer step ---------------------------------------------------------------------
 @pytest.mark.slow  # inductor C++ compile of the loss and its backward: ~5 s warm cache, ~60 s cold
-def test_compiled_step_matches_eager_and_does_not_recompile():
+@pytest.mark.parametrize("magnet", [None, "frozen"])
+def test_compiled_step_matches_eager_and_does_not_recompile(magnet):
     """One real PPOUpdater.step (loss, backward, clipping, Adam) compiled vs eager from the same
     weights and optimizer state. compile_mode "default": reduce-overhead's CUDA graphs mean
     nothing on the CPU."""
@@ -231,8 +234,13 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
     params = trainer.sampler.params_tensor()
     collect(trainer)
     batch = trainer.learner.buffer.pack(t.gamma, t.gae_lambda)
-    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01, 0.0])
+    coefs = torch.tensor([0.2, 0.5, 0.2, 0.01, 0.3 if magnet else 0.0])
     segments = t.minibatch_size // t.bptt_horizon
+    anchor = Magnet(magnet, trainer.policy, 1, 0.5) if magnet else None  # the regularized loss: replayed magnet
+    if anchor is not None:
+        with torch.no_grad():
+            for p in anchor.policy.parameters():
+                p.add_(0.05)
 
     def updater(policy, optimizer, compiled: bool) -> PPOUpdater:
         settings = UpdateSettings(segments, 1, t.max_grad_norm, False, "default" if compiled else None)
@@ -245,11 +253,12 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
             trainer.env.rows,
             trainer.policy.hidden_size,
             trainer.device,
+            magnet=anchor,
         )
 
     # one eager step first, so the Adam moments and the PPO ratio are not at their trivial start
     warm = updater(trainer.policy, trainer.learner.optimizer, False)
-    warm.load_minibatch(batch, torch.arange(segments))
+    warm.load_minibatch(batch, torch.arange(segments), warm.replay_magnet(batch, params))
     warm.step(params, coefs)
     (p_eager, o_eager), (p_compiled, o_compiled) = (
         copy.deepcopy((trainer.policy, trainer.learner.optimizer)) for _ in range(2)
@@ -258,11 +267,12 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
     g = torch.Generator().manual_seed(0)
     index = torch.randperm(batch.obs.shape[0], generator=g)[:segments]
     for u in (eager, compiled):
-        u.load_minibatch(batch, index)
+        u.load_minibatch(batch, index, u.replay_magnet(batch, params))
     s_eager, s_compiled = eager.step(params, coefs), compiled.step(params, coefs)
     assert s_eager.shape == (len(STAT_NAMES) + 1,) and torch.isfinite(s_eager).all()
     assert float(s_eager[-1]) == 0.0, "the step's non-finite flag is clear on a finite step"
     assert float(s_eager[STAT_NAMES.index("approx_kl")]) > 0, "the step starts away from ratio 1"
+    assert (float(s_eager[STAT_NAMES.index("magnet_kl")]) > 0) == bool(magnet)
     torch.testing.assert_close(s_compiled, s_eager, rtol=1e-4, atol=1e-6)
     moved = False
     for (name, a), b, before in zip(p_eager.named_parameters(), p_compiled.parameters(), trainer.policy.parameters()):
@@ -274,7 +284,8 @@ def test_compiled_step_matches_eager_and_does_not_recompile():
         torch.testing.assert_close(sb["exp_avg"], sa["exp_avg"], rtol=1e-4, atol=1e-7)
     graphs = counters["stats"]["unique_graphs"]
     for k in range(2):  # other minibatches, other sampler and loss coefficients: no recompile
-        compiled.load_minibatch(batch, torch.randperm(batch.obs.shape[0], generator=g)[:segments])
+        index = torch.randperm(batch.obs.shape[0], generator=g)[:segments]
+        compiled.load_minibatch(batch, index, compiled.replay_magnet(batch, params))
         stats = compiled.step(params * (1.0 + 0.1 * k), coefs * (1.0 + 0.2 * k))
         assert torch.isfinite(stats).all()
     assert counters["stats"]["unique_graphs"] == graphs, "a second minibatch recompiled the step"

@@ -15,9 +15,10 @@ iterate then converges to the equilibrium of the regularized game. Which magnet 
 
 The KL is taken per decision over the legal actions, stage by stage along the taken action for
 an autoregressive sampler (the sampler's `log_prob_entropy_stages_rows`), exactly like the
-entropy. A frozen or EMA magnet replays the minibatch through its own LSTM from the states the
-rollout stored at each segment's start (zeros at a game's first decision, so exact on games that
-fit a segment; the learner's own state inside longer ones)."""
+entropy. A frozen or EMA magnet replays the epoch's batch through its own LSTM once per update,
+before the minibatches (it does not change during the update, so one pass serves every update
+epoch), from the states the rollout stored at each segment's start (zeros at a game's first
+decision, so exact on games that fit a segment; the learner's own state inside longer ones)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,11 @@ def magnet_kl(stages: list[torch.Tensor], magnet_stages: list[torch.Tensor]) -> 
     for logp, logq in zip(stages, magnet_stages):
         kl = kl + (logp.exp() * (logp - logq)).sum(-1)
     return kl
+
+
+def split(log_probs: torch.Tensor, stages: list[torch.Tensor]) -> list[torch.Tensor]:
+    """`Magnet.log_probs` [m, t, width] cut into `stages`' shapes ([m * t, stage width] each)."""
+    return list(log_probs.reshape(len(stages[0]), -1).split([s.shape[1] for s in stages], dim=1))
 
 
 def uniform_stages(stages: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -72,13 +78,19 @@ class Magnet(nn.Module):
         self.policy = freeze(copy.deepcopy(unwrap(policy))) if weighted else None
         self.replaced_at = 0  # global step of the frozen magnet's last replacement
 
-    def stages(self, sampler: Sampler, stages, unroll, obs, boundary, state_h, state_c, flat, actions, params):
-        """The magnet's stage log-probabilities along the same decisions (no gradient)."""
-        if self.policy is None:
-            return uniform_stages([s.detach() for s in stages])
-        with torch.no_grad():
-            out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
-            return sampler.log_prob_entropy_stages_rows(self.policy, out, ent, flat, actions, params)[2]
+    @property
+    def replays(self) -> bool:
+        """Whether the magnet is a policy the minibatches are replayed through (frozen, ema)."""
+        return self.enabled and self.policy is not None
+
+    @torch.no_grad()
+    def log_probs(self, sampler: Sampler, unroll, obs, actions, boundary, state_h, state_c, params) -> torch.Tensor:
+        """The magnet's stage log-probabilities along segments [m, t] of decisions, concatenated
+        over the stages: [m, t, sum of the stages' widths] (`split` cuts them apart again)."""
+        out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
+        flat = obs.reshape(out.shape[0], -1)
+        stages = sampler.log_prob_entropy_stages_rows(self.policy, out, ent, flat, actions, params)[2]
+        return torch.cat(stages, -1).reshape(*obs.shape[:2], -1)
 
     @torch.no_grad()
     def advance(self, policy: Policy, global_step: int) -> None:

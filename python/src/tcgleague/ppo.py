@@ -22,13 +22,14 @@ import torch.nn as nn
 from .devices import mark_static
 from .dist import SINGLE, Dist
 from .errors import NonFiniteError
-from .magnet import Magnet, magnet_kl
+from .magnet import Magnet, magnet_kl, split, uniform_stages
 from .rollout import Batch
 from .rows import RowFormat
 
 STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "ratio_max_dev", "magnet_kl")
 COEF_NAMES = ("clip", "vf_coef", "vf_clip", "ent_coef", "magnet_coef")
 MINIBATCH_FIELDS = ("obs", "actions", "logprob", "value", "advantage", "ret", "mask", "boundary", "state_h", "state_c")
+MAGNET_FIELDS = ("obs", "actions", "boundary", "state_h", "state_c")  # what the magnet's replay reads
 
 
 def unroll(
@@ -63,7 +64,11 @@ class PPOLoss(nn.Module):
         self.sampler = sampler
         self.magnet = magnet
 
-    def forward(self, obs, actions, logprob, value, advantage, ret, mask, boundary, state_h, state_c, params, coefs):
+    def forward(
+        self, obs, actions, logprob, value, advantage, ret, mask, boundary, state_h, state_c, magnet_logp, params, coefs
+    ):
+        """`magnet_logp`: a replayed magnet's log-probabilities along these decisions
+        (`Magnet.log_probs`, [m, t, width]; width 0 without one)."""
         out, ent = unroll(self.policy, obs, boundary, state_h, state_c)
         flat = obs.reshape(out.shape[0], -1)
         new_logprob, entropy, stages = self.sampler.log_prob_entropy_stages_rows(
@@ -86,9 +91,7 @@ class PPOLoss(nn.Module):
         ent_mean = mean(entropy)
         loss = pg_loss + vf_coef * v_loss - ent_coef * ent_mean
         if self.magnet is not None and self.magnet.enabled:
-            magnet_stages = self.magnet.stages(
-                self.sampler, stages, unroll, obs, boundary, state_h, state_c, flat, actions, params
-            )
+            magnet_stages = split(magnet_logp, stages) if self.magnet.replays else uniform_stages(stages)
             kl_mean = mean(magnet_kl(stages, magnet_stages))
             loss = loss + magnet_coef * kl_mean
         else:
@@ -135,6 +138,7 @@ class PPOUpdater:
         self.policy, self.optimizer, self.settings, self.device, self.dist = policy, optimizer, settings, device, dist
         self.loss = PPOLoss(policy, sampler, magnet)
         self.sampler = sampler
+        self.magnet = magnet if magnet is not None and magnet.replays else None  # replayed once per update
         loss = dist.data_parallel(self.loss, device)
         self.compiled = settings.compile_mode is not None
         self.loss_fn = torch.compile(loss, mode=settings.compile_mode) if self.compiled else loss
@@ -156,6 +160,8 @@ class PPOUpdater:
         self.minibatch = {
             k: torch.zeros(s, device=device, dtype=dtypes.get(k, torch.float32)) for k, s in shapes.items()
         }
+        width = 0 if self.magnet is None else self._replay(self.minibatch, sampler.params_tensor(device)).shape[-1]
+        self.minibatch["magnet_logp"] = torch.zeros(m, t, width, device=device)
         mark_static(*self.minibatch.values())
         self.params = list(self.policy.parameters())
         self._warm_gradients()
@@ -179,10 +185,26 @@ class PPOUpdater:
         for p in self.params:
             p.grad.zero_()
 
-    def load_minibatch(self, batch: Batch, index: torch.Tensor) -> None:
-        """Copies segments `index` of `batch` into the fixed minibatch tensors."""
+    def _replay(self, data, params: torch.Tensor) -> torch.Tensor:
+        """The magnet's log-probabilities along segments of `data` (a minibatch dict or a Batch)."""
+        fields = (data[k] if isinstance(data, dict) else getattr(data, k) for k in MAGNET_FIELDS)
+        return self.magnet.log_probs(self.sampler, unroll, *fields, params)
+
+    def replay_magnet(self, batch: Batch, params: torch.Tensor) -> torch.Tensor | None:
+        """The magnet's log-probabilities along the whole batch [segments, horizon, width], a
+        minibatch's worth of segments at a time (None without a replayed magnet)."""
+        if self.magnet is None:
+            return None
+        m = self.settings.minibatch_segments
+        chunks = [self._replay(batch.segments(start, start + m), params) for start in range(0, len(batch.obs), m)]
+        return torch.cat(chunks)
+
+    def load_minibatch(self, batch: Batch, index: torch.Tensor, magnet_logp: torch.Tensor | None = None) -> None:
+        """Copies segments `index` of `batch` (and of the magnet's replay) into the fixed minibatch tensors."""
         for name in MINIBATCH_FIELDS:
             torch.index_select(getattr(batch, name), 0, index, out=self.minibatch[name])
+        if magnet_logp is not None:
+            torch.index_select(magnet_logp, 0, index, out=self.minibatch["magnet_logp"])
 
     def step(self, params: torch.Tensor, coefs: torch.Tensor) -> torch.Tensor:
         """One optimizer step on the loaded minibatch: loss, backward, gradient clipping, Adam.
@@ -216,6 +238,7 @@ class PPOUpdater:
             batch.advantage = (adv - mean) / (std + 1e-8) * keep
         segments = batch.obs.shape[0]
         n_mb = segments // s.minibatch_segments
+        magnet_logp = self.replay_magnet(batch, params)
         totals = torch.zeros(len(STAT_NAMES) + 1, device=self.device)  # stays on the device until the end
         first_ratio_dev = None
         first_bad = torch.full((), -1.0, device=self.device)  # 1-based minibatch step of the first non-finite one
@@ -223,7 +246,9 @@ class PPOUpdater:
         for _ in range(s.update_epochs):
             order = torch.randperm(segments, generator=generator, device=generator.device)
             for k in range(n_mb):
-                self.load_minibatch(batch, order[k * s.minibatch_segments : (k + 1) * s.minibatch_segments])
+                self.load_minibatch(
+                    batch, order[k * s.minibatch_segments : (k + 1) * s.minibatch_segments], magnet_logp
+                )
                 stats = self.step(params, coefs)
                 steps += 1
                 totals += stats

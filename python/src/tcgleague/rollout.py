@@ -53,7 +53,11 @@ class Batch:
 
     def head(self, segments: int) -> Batch:
         """The first `segments` segments (a partial buffer's stored steps come first)."""
-        return Batch(**{f.name: getattr(self, f.name)[:segments] for f in fields(self)})
+        return self.segments(0, segments)
+
+    def segments(self, start: int, stop: int) -> Batch:
+        """Segments [start, stop) (views, no copy)."""
+        return Batch(**{f.name: getattr(self, f.name)[start:stop] for f in fields(self)})
 
 
 def discounted_sums(delta: torch.Tensor, cont: torch.Tensor, grid: np.ndarray) -> torch.Tensor:
