@@ -14,19 +14,22 @@ import pytest
 import torch
 
 from helpers.state_compare import assert_same
-from tcgleague import exact
+from tcgleague import evaluate_checkpoint, exact
+from tcgleague import play as play_cli
 from tcgleague import train as train_cli
-from tcgleague.checkpoint import CheckpointError
+from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.checkpoint.files import read_state
+from tcgleague.emberfront_match import EMBERFRONT_RUNNER
 from tcgleague.game import PLAYABLE
-from tcgleague.games.rules import GAMES
+from tcgleague.games.rules import EMBERFRONT, GAMES
 from tcgleague.league.manager import LeagueManager
 from tcgleague.league.meta_nash import exploitability, payoff_matrix, solve_symmetric
 from tcgleague.league.mixture import MIXTURE_FILE, load_mixture, write_mixture
 from tcgleague.league.promotion import retain_by_weight
 from tcgleague.policy.flat import FlatPolicyConfig, build_flat_policy
+from tcgleague.replay import __main__ as replay_cli
 from test_game_plugin import KUHN_LEAGUE, UNIFORM
-from test_league import Scripted, league_cfg, quiet
+from test_league import Scripted, ingest_tiny, league_cfg, quiet
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -182,3 +185,30 @@ def test_a_kuhn_league_delivers_its_nash_mixture_and_resumes_exactly(tmp_path, c
     a, b = (torch.load(r / "model_kuhn_000008.pt", weights_only=True) for r in (run_a, run_b))
     assert_same(a["policy"], b["policy"], "policy")
     assert load_mixture(run_b / MIXTURE_FILE).weights == mixture.weights
+
+
+def test_evaluate_checkpoint_plays_an_emberfront_mixture_and_single_policy_tools_refuse_it(tmp_path, capsys):
+    """On Emberfront a mixture plays by drawing a member per game (evaluate_checkpoint, its panel
+    too); play, replay and exploit, which play one policy, refuse the file in one line, exit 2."""
+    cfg = league_cfg(deliverable="nash_mixture")
+    mgr = LeagueManager(cfg, tmp_path / "league", play=Scripted(), log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
+    ingest_tiny(mgr, "m0", seed=0)
+    ingest_tiny(mgr, "m1", seed=1)
+    mgr.meta_nash = lambda: {"m0": 0.25, "m1": 0.75}
+    path = write_mixture(tmp_path, mgr, global_step=10, epoch=1)
+    assert load_mixture(path).ids == ["m1", "m0"]
+    out = tmp_path / "eval.json"
+    args = [str(path), "--opponent", "random", "--episodes", "8", "--parallel", "4", "--json", str(out)]
+    assert evaluate_checkpoint.main(args) == 0
+    report = json.loads(out.read_text())
+    assert report["episodes"] == 8 and report["checkpoint"] == str(path), report.keys()
+    with pytest.raises(CheckpointError, match="is a league mixture"):
+        load_checkpoint(path)
+    for tool, extra in ((play_cli.main, []), (replay_cli.main, ["--out", str(tmp_path / "replays")])):
+        capsys.readouterr()
+        assert tool([str(path), *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "is a league mixture" in err and len(err.splitlines()) == 1
+    capsys.readouterr()
+    assert evaluate_checkpoint.main([str(path), "--lookahead", "1.0", "--episodes", "2"]) == 2
+    assert "take one policy" in capsys.readouterr().err

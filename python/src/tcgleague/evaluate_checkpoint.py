@@ -35,6 +35,7 @@ from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .emberfront_match import bot_side, play_match
 from .errors import ArgumentError, entry_point, output_file, write_report
 from .games.rules import EMBERFRONT
+from .league.mixture import is_mixture, load_mixture, mixture_side
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import ActorFactory, MatchRecorder, policy_side
 from .replay import ReplayRecorder, replay_document, write_replays
@@ -62,6 +63,10 @@ def evaluate_loaded(
     (replay.ReplayRecorder) records games of the very match played."""
     sampler = checkpoint_sampler(loaded, temperature)
     learner = policy_side(loaded.policy.eval(), sampler, seed, argmax)
+    if is_mixture(loaded.state):
+        if lookahead is not None or temperature is not None:
+            raise ArgumentError("--lookahead and --temperature take one policy, not a league mixture")
+        learner = mixture_side(load_mixture(loaded.path, log), seed, argmax)
     searchers: list[LookaheadActor] = []
     if lookahead is not None:
         learner = lookahead_side(learner, seed, lookahead, searchers)
@@ -277,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     output_file(args.json, "--json")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict, game=EMBERFRONT)
+    loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict, game=EMBERFRONT, mixture_ok=True)
     if args.wandb and not os.access(loaded.path.resolve().parent, os.W_OK):
         raise ArgumentError(f"--wandb: the checkpoint's directory {loaded.path.parent} is not writable")
     options = dict(

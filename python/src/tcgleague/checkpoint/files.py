@@ -272,7 +272,13 @@ def _read(path: Path) -> dict:
 
 
 def load_checkpoint(
-    path, policy_config=None, strict: bool = False, log=print, run_state: bool = False, game: str | None = None
+    path,
+    policy_config=None,
+    strict: bool = False,
+    log=print,
+    run_state: bool = False,
+    game: str | None = None,
+    mixture_ok: bool = False,
 ) -> LoadedCheckpoint:
     """Reads, verifies and validates a checkpoint, and builds its policy with the weights.
 
@@ -287,10 +293,17 @@ def load_checkpoint(
       refused, naming each field ("architecture differs: hidden_size 32 vs 128"); when None
       (evaluation) the stored architecture is used, but its card count must match the code's;
     - behaviour-defining source changed: a warning naming the files, or with `strict`
-      (--resume-strict) a refusal naming them.
+      (--resume-strict) a refusal naming them;
+    - a league mixture (league_policy.pt) unless `mixture_ok`: its caller plays one policy.
     """
     path = Path(path)
     state = _read(path)
+    if "mixture" in state and not mixture_ok:
+        raise CheckpointError(
+            f"{path} is a league mixture (league_policy.pt: one member drawn per game); this command plays one "
+            "policy: give it a member (<run>/league/members/<id>.pt), or judge the mixture with evaluate_checkpoint "
+            "or python -m tcgleague.exact"
+        )
     if run_state:
         try:
             check_resume_fields(state)

@@ -6,7 +6,8 @@ sidecar, every field checked) whose `mixture` field holds each member's weights,
 sampler with its meta-Nash weight; its top-level policy is the heaviest member's, so the file
 reads like any checkpoint. A mixture plays by drawing one member per game; its exact judge
 (`python -m tcgleague.exact`) takes the members' reach-weighted average policy, which is what that
-draw plays.
+draw plays; `evaluate_checkpoint` plays it as that draw (`mixture_side`). Tools that play one
+policy refuse the file in one line (checkpoint.load_checkpoint without `mixture_ok`).
 
 `load_mixture` validates it (weights finite, non-negative, summing to 1; every member's weights
 fit its architecture) and refuses a bad file in one line (CheckpointError)."""
@@ -18,8 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
+from ..actors import PolicyActor
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..checkpoint.files import write_checkpoint
 from ..policy.families import family_of
@@ -88,10 +91,52 @@ def is_mixture(state: dict) -> bool:
     return "mixture" in state
 
 
+class MixtureActor:
+    """A mixture as a match side: each game its seat is played by one member, drawn with the
+    mixture's weights when the game starts (`reset_rows`) from the side's own seeded stream."""
+
+    def __init__(self, actors: list[PolicyActor], weights: list[float], num_rows: int, seed: int):
+        self.actors, self.weights = actors, np.asarray(weights, dtype=np.float64)
+        self.rng = np.random.default_rng(seed)
+        self.member = np.zeros(num_rows, dtype=np.int64)  # who plays each row's current game
+
+    def reset_rows(self, rows: np.ndarray) -> None:
+        rows = np.asarray(rows, dtype=np.int64)
+        self.member[rows] = self.rng.choice(len(self.actors), size=len(rows), p=self.weights)
+        for actor in self.actors:
+            actor.reset_rows(rows)
+
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        actions = None
+        for k, actor in enumerate(self.actors):
+            mine = self.member[rows] == k
+            if mine.any():
+                theirs = actor.act(obs, rows[mine])
+                if actions is None:
+                    actions = np.zeros((len(rows), *theirs.shape[1:]), dtype=theirs.dtype)
+                actions[mine] = theirs
+        return actions if actions is not None else np.zeros((0, 1), dtype=np.int32)
+
+
+def mixture_side(mixture: Mixture, seed: int, argmax: bool = False) -> Callable:
+    """The mixture as a match side (a `match.ActorFactory`): one member per game (MixtureActor),
+    each member sampling from its own generator."""
+
+    def make(env) -> MixtureActor:
+        actors = []
+        for k, (policy, sampler) in enumerate(mixture.members):
+            generator = torch.Generator(device=next(policy.parameters()).device).manual_seed(seed + 1 + k)
+            actors.append(PolicyActor(policy, sampler, env.num_agents, generator, argmax, mixture.ids[k]))
+        return MixtureActor(actors, mixture.weights, env.num_agents, seed)
+
+    return make
+
+
 def load_mixture(path: Path, log=print) -> Mixture:
     """A mixture file, validated: refused in one line (CheckpointError) when it is not one, when its
     weights are not a distribution, or when a member's weights do not fit its architecture."""
-    loaded = load_checkpoint(path, log=log)
+    loaded = load_checkpoint(path, log=log, mixture_ok=True)
     mixture = loaded.state.get("mixture")
     if not isinstance(mixture, dict) or not isinstance(mixture.get("members"), list) or not mixture["members"]:
         raise CheckpointError(f"{path} is not a league mixture (no members in its 'mixture' field)")
