@@ -34,6 +34,7 @@ class Learner:
     actor: PolicyActor
     generator: torch.Generator  # the actor's sampling and the updater's minibatch order
     device: torch.device
+    magnet: Magnet | None = None  # what its objective is regularized toward (magnet.py); None: plain PPO
 
 
 @dataclass(frozen=True)
@@ -81,4 +82,4 @@ def build_learner(
     updater = PPOUpdater(policy, sampler, optimizer, settings, train.bptt_horizon, rows, hidden, device, dist, magnet)
     buffer = RolloutBuffer(sizes.capacity, train.bptt_horizon, rows, hidden, device)
     actor = PolicyActor(policy, sampler, rows.num_rows, generator, name=name, compile_mode=sizes.compile_mode)
-    return Learner(policy, sampler, optimizer, updater, buffer, actor, generator, device)
+    return Learner(policy, sampler, optimizer, updater, buffer, actor, generator, device, magnet)

@@ -75,9 +75,8 @@ class Trainer:
             compile_mode,
             loss_compile_mode(compile_mode, device, dist.enabled),
         )
-        self.magnet = build_magnet(t, policy)  # off (plain PPO) unless [train] magnet_coef
-        magnet, name = self.magnet, "learner"
-        self.learner = build_learner(policy, sampler, t, sizes, env.rows, self.seed, device, name, dist, magnet)
+        magnet = build_magnet(t, policy)  # off (plain PPO) unless [train] magnet_coef
+        self.learner = build_learner(policy, sampler, t, sizes, env.rows, self.seed, device, "learner", dist, magnet)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.learner.optimizer, lr_lambda(t.lr_schedule, self.total_epochs)
         )
@@ -214,7 +213,7 @@ class Trainer:
         batch = self.learner.buffer.pack(t.gamma, t.gae_lambda)
         metrics = self.learner.updater.update(batch, params, self.loss_coefs(), self.learner.generator)
         self.scheduler.step()
-        self.magnet.advance(self.policy, self.global_step)
+        self.learner.magnet.advance(self.policy, self.global_step)
         if metrics["losses/update_rolled_back"]:
             where = f"epoch {self.epoch + 1} (global_step {self.global_step}), minibatch step"
             rolled_back_update(
@@ -351,7 +350,7 @@ class Trainer:
             "anneal_offset": int(self.anneal_offset),
             "anneal": anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset),
             "sampling_params": self.sampler.get_sampling_params(),
-            "magnet": self.magnet.checkpoint(),
+            "magnet": self.learner.magnet.checkpoint(),
             "rng": global_state(),
             "metrics": self.last_metrics,
             "config": self.cfg.to_dict(),
@@ -367,7 +366,7 @@ class Trainer:
         self.learner.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.restart_at(state["global_step"], state["epoch"], state.get("anneal_offset") or 0, origin)
-        self.magnet.restore(state.get("magnet"), self.policy, self.global_step, log)
+        self.learner.magnet.restore(state.get("magnet"), self.policy, self.global_step, log)
         if "rng" in state:
             set_global_state(state["rng"])
         mine = rank_part(state, self.dist, log)
@@ -386,7 +385,7 @@ class Trainer:
         the anneals offset by `anneal_offset`; fresh games."""
         unwrap(self.policy).load_state_dict(state["policy"], strict=True)
         self.restart_at(0, 0, anneal_offset, origin)
-        self.magnet.reset(self.policy)
+        self.learner.magnet.reset(self.policy)
         self.opponents.load_state_dict(state.get("league"), False, log, origin)
 
     def load_games(self, run: dict, log, required: bool = False) -> bool:
