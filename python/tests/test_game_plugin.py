@@ -291,3 +291,27 @@ def test_bench_learn_judges_a_poker_league_and_its_self_play_exactly(tmp_path):
         assert run["curve"][-1]["exploitability"] == pytest.approx(run["exploitability"])  # the final, evaluated
     assert figures["games_league_vs_selfplay"] == 64 and -13 <= figures["chips_per_game_league_vs_selfplay"] <= 13
     assert "league below self-play and below the target" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (lambda n: np.zeros((n, 3)), TypeError, r"shape \(8, 1\)"),
+        (lambda n: np.zeros((n, 4)), TypeError, r"shape \(8, 1\)"),
+        (lambda n: np.zeros(2 * n), TypeError, r"got \(16,\)"),
+        (lambda n: np.zeros(0), TypeError, r"got \(0,\)"),
+        (lambda n: np.full((n, 1), np.nan), ValueError, "nan is not an integer index"),
+        (lambda n: np.full((n, 1), 1.5), ValueError, "1.5 is not an integer index"),
+        (lambda n: np.array([["a"]] * n), TypeError, "integer or float array"),
+        (lambda n: np.full((n, 1), 3), ValueError, "is not legal"),
+    ],
+    ids=["width-3", "width-4", "twice-the-rows", "empty", "nan", "fraction", "strings", "out-of-range"],
+)
+def test_the_poker_env_refuses_bad_action_batches_by_name_and_steps_nothing(bad, error, message):
+    env = PokerPufferEnv(game="leduc", num_games=4, seed=0)
+    env.reset()
+    before, state = env.observations.copy(), env.engine.get_state()
+    with pytest.raises(error, match=message):
+        env.step(bad(env.num_agents))
+    assert np.array_equal(env.observations, before) and env.engine.get_state() == state
+    env.step(np.ones((env.num_agents, 1), dtype=np.int32))  # a good batch still steps (call everywhere)

@@ -19,10 +19,32 @@ import numpy as np
 import pufferlib
 
 from ..rows import rows_of
-from .poker import PokerEnv
+from .poker import IllegalActionError, PokerEnv
 from .rules import ACTION_WIDTH, NUM_ACTIONS, rules_named
 
 NO_NOOP = -1  # poker has no action that does nothing: the rollout's noop rate counts none
+
+
+def checked_actions(actions, acting: np.ndarray) -> np.ndarray:
+    """`actions` as int64 [rows] for the acting-row mask `acting`: one integral action per row,
+    shaped [rows, ACTION_WIDTH] or [rows] (anything else - another width, a flat array of another
+    length, a non-numeric dtype - is a TypeError naming the shape wanted), a NaN or a fraction on
+    an acting row an IllegalActionError naming the row (a bare cast would make 1.5 a call); the
+    legal mask is checked by PokerEnv.step. Nothing is stepped before both pass."""
+    a = np.asarray(actions)
+    rows = len(acting)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"actions must be an integer or float array, got dtype {a.dtype}")
+    if a.shape not in ((rows, ACTION_WIDTH), (rows,)):
+        raise TypeError(f"actions must have shape ({rows}, {ACTION_WIDTH}) (one action per row), got {a.shape}")
+    a = np.where(acting, a.reshape(rows), 0)
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~(np.floor(a) == a))
+    if len(bad):
+        raise IllegalActionError(
+            f"row {int(bad[0])}: action {float(a[bad[0]])!r} is not an integer index (0 .. {NUM_ACTIONS - 1})"
+        )
+    return a.astype(np.int64)
 
 
 def summarize_poker_episodes(infos: list[dict]) -> dict:
@@ -100,7 +122,7 @@ class PokerPufferEnv(pufferlib.PufferEnv):
         return self.observations, []
 
     def step(self, actions):
-        actions = np.asarray(actions).reshape(self.num_agents, -1)[:, 0]
+        actions = checked_actions(actions, self.masks)
         _, rewards, terminals, truncations, episodes = self.poker.step(actions)
         self.rewards[:], self.terminals[:], self.truncations[:] = rewards, terminals, truncations
         self.decisions += 1
