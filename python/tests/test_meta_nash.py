@@ -26,6 +26,7 @@ from tcgleague.league.manager import LeagueManager
 from tcgleague.league.meta_nash import exploitability, payoff_matrix, solve_symmetric
 from tcgleague.league.mixture import MIXTURE_FILE, load_mixture, write_mixture
 from tcgleague.league.promotion import retain_by_weight
+from tcgleague.league.ratings import Payoff
 from tcgleague.policy.flat import FlatPolicyConfig, build_flat_policy
 from tcgleague.replay import __main__ as replay_cli
 from test_game_plugin import KUHN_LEAGUE, UNIFORM
@@ -57,9 +58,9 @@ def test_the_meta_solver_recovers_known_equilibria():
 
 
 def test_entries_on_too_few_games_are_left_out():
-    scores = {("a", "b"): 0.9, ("b", "a"): 0.1, ("a", "c"): 0.2, ("c", "a"): 0.8}
+    scores = {("a", "b"): 0.4, ("b", "a"): -0.4, ("a", "c"): -0.3, ("c", "a"): 0.3}
     games = {("a", "b"): 100, ("b", "a"): 100, ("a", "c"): 10, ("c", "a"): 10}
-    matrix = payoff_matrix(["a", "b", "c"], lambda x, y: scores.get((x, y), 0.5), lambda x, y: games.get((x, y), 0), 64)
+    matrix = payoff_matrix(["a", "b", "c"], lambda x, y: scores.get((x, y), 0.0), lambda x, y: games.get((x, y), 0), 64)
     np.testing.assert_allclose(matrix, [[0, 0.4, 0], [-0.4, 0, 0], [0, 0, 0]])
 
 
@@ -212,3 +213,22 @@ def test_evaluate_checkpoint_plays_an_emberfront_mixture_and_single_policy_tools
     capsys.readouterr()
     assert evaluate_checkpoint.main([str(path), "--lookahead", "1.0", "--episodes", "2"]) == 2
     assert "take one policy" in capsys.readouterr().err
+
+
+def test_the_meta_game_is_in_points_not_win_rate():
+    """Poker: a member that wins most hands but loses chips is the weaker one in the meta-game."""
+    payoff = Payoff(decay=1.0)
+    payoff.update("nit", "maniac", wins=30, losses=70, draws=0, points=+45.0)  # loses often, small; wins big
+    assert payoff.winrate("nit", "maniac") == pytest.approx(0.3)
+    assert payoff.points_per_game("nit", "maniac") == pytest.approx(0.45)
+    assert payoff.points_per_game("maniac", "nit") == pytest.approx(-0.45)
+    payoff.update("a", "b", wins=3, losses=1, draws=0)  # no points given: a game is worth +-1
+    assert payoff.points_per_game("a", "b") == pytest.approx(0.5)
+    matrix = payoff_matrix(["nit", "maniac"], payoff.points_per_game, payoff.games, 64)
+    assert solve_symmetric(matrix)[0] > 0.999
+    restored = Payoff(decay=1.0)
+    restored.load_state_dict(payoff.state_dict(), payoff.points_state_dict())
+    assert restored.points_per_game("maniac", "nit") == pytest.approx(-0.45)
+    old = Payoff(decay=1.0)
+    old.load_state_dict(payoff.state_dict())  # a state saved before points: wins - losses
+    assert old.points_per_game("nit", "maniac") == pytest.approx(-0.4)

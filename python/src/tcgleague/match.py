@@ -65,7 +65,7 @@ class GameRecord:
 def _tally(records: list[GameRecord]) -> Tally:
     wins = sum(r.result > 0 for r in records)
     losses = sum(r.result < 0 for r in records)
-    return Tally(wins, losses, len(records) - wins - losses)
+    return Tally(wins, losses, len(records) - wins - losses, float(sum(r.reward for r in records)))
 
 
 @dataclass

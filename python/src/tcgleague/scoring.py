@@ -41,6 +41,11 @@ class Tally:
     wins: int = 0
     losses: int = 0
     draws: int = 0
+    points: float | None = None  # the side's summed return (poker: chips); None: wins - losses
+
+    @property
+    def total_points(self) -> float:
+        return float(self.wins - self.losses if self.points is None else self.points)
 
     @property
     def games(self) -> int:

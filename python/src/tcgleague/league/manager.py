@@ -151,16 +151,15 @@ class LeagueManager:
     def record_match(self, a: str, b: str, result: Tally) -> None:
         """An evaluation match: one payoff update and game-by-game rating updates."""
         wins, losses, draws = result.as_tuple()
-        self.payoff.update(a, b, wins, losses, draws)
+        self.payoff.update(a, b, wins, losses, draws, result.total_points)
         self.ratings.record(a, b, wins, losses, draws)
         self._nash = None
 
     def meta_nash(self) -> dict[str, float]:
-        """The pool's meta-Nash {member: weight} (meta_nash.py), recomputed only when an evaluation
-        match or a retirement changed the members' payoff (training games are the learner's)."""
+        """The pool's meta-Nash {member: weight} (meta_nash.py), cached until the members' payoff changes."""
         ids = tuple(self.pool_ids())
         if self._nash is None or self._nash[0] != ids:
-            matrix = payoff_matrix(list(ids), self.payoff.winrate, self.payoff.games, self.cfg.nash_min_games)
+            matrix = payoff_matrix(list(ids), self.payoff.points_per_game, self.payoff.games, self.cfg.nash_min_games)
             self._nash = (ids, solve_symmetric(matrix))
         return dict(zip(ids, self._nash[1].tolist()))
 
@@ -329,6 +328,7 @@ class LeagueManager:
             "champion": self.champion,
             "ratings": self.ratings.state_dict(),
             "payoff": self.payoff.state_dict(),
+            "payoff_points": self.payoff.points_state_dict(),
             "payoff_decay": self.payoff.decay,
             "promotions": self.promotions,
             "candidates": self.candidates,
@@ -345,7 +345,7 @@ class LeagueManager:
             self.events.continue_from(origin.run_dir / self.directory.name / EVENTS_FILE, origin.global_step)
         self.champion = state["champion"] if state["champion"] in self.store else None
         self.ratings.load_state_dict(state["ratings"])
-        self.payoff.load_state_dict(state["payoff"])
+        self.payoff.load_state_dict(state["payoff"], state.get("payoff_points"))
         self._nash = None
         self.promotions, self.candidates = int(state["promotions"]), int(state["candidates"])
         self.decisions = list(state["decisions"])

@@ -2,16 +2,17 @@
 
 The league's last learner is one iterate of a game that cycles; fictitious play and PSRO converge
 in their *mixture*. The meta-game is the symmetric zero-sum game whose pure strategies are the
-members and whose payoff is a member's score against another minus one half (scoring.score: a
-draw is half a win), read from the league's decayed payoff counts. Its Nash equilibrium is found
+members and whose payoff is a member's mean return against another (ratings.Payoff's
+`points_per_game`: chips per game in poker - a win rate would favour a policy that wins many
+small pots and loses big ones -, 2 x win rate - 1 in Emberfront), from the league's decayed payoff. Its Nash equilibrium is found
 by predictive regret matching+ in self-play with linearly weighted averaging (Farina, Kroer and
 Sandholm 2021: regret matching+ whose next strategy also counts the last round's regrets; its
 average converges to an equilibrium of a zero-sum matrix game, in practice far faster than plain
 regret matching: 1e-4 on rock-paper-scissors with a dominated fourth strategy in 5,000 rounds).
 
 Uncertainty: an entry measured on fewer than `min_games` games is left out, i.e. taken as even (0),
-so a pair that barely met cannot carry the mixture; what remains is the noise of a win rate over
-at least `min_games` games (a 256-game match: +-0.03 at one standard error)."""
+so a pair that barely met cannot carry the mixture; what remains is the noise of a mean over at
+least `min_games` duplicate games (Emberfront, 256 games: +-0.06 at one standard error)."""
 
 from __future__ import annotations
 
@@ -52,13 +53,13 @@ def exploitability(payoff: np.ndarray, mixture: np.ndarray) -> float:
     return float(np.max(a @ mixture))
 
 
-def payoff_matrix(ids: list[str], score, games, min_games: float) -> np.ndarray:
-    """The meta-game's payoff among `ids`: `score(a, b) - 0.5` where a and b met on at least
-    `min_games` games (`games(a, b)`), else 0 (left out)."""
+def payoff_matrix(ids: list[str], value, games, min_games: float) -> np.ndarray:
+    """The meta-game's payoff among `ids`: `value(a, b)` (a's mean return against b) where a and b
+    met on at least `min_games` games (`games(a, b)`), else 0 (left out)."""
     n = len(ids)
     matrix = np.zeros((n, n))
     for i, a in enumerate(ids):
         for j, b in enumerate(ids):
             if i != j and games(a, b) >= min_games:
-                matrix[i, j] = score(a, b) - 0.5
+                matrix[i, j] = value(a, b)
     return matrix

@@ -21,15 +21,20 @@ class Payoff:
     def __init__(self, decay: float):
         self.decay = float(decay)
         self.table: dict[tuple[str, str], list[float]] = {}
+        self.points: dict[tuple[str, str], float] = {}  # decayed summed return of a vs b (poker: chips)
 
-    def update(self, a: str, b: str, wins: float, losses: float, draws: float) -> None:
-        for x, y, w in ((a, b, wins), (b, a, losses)):
+    def update(self, a: str, b: str, wins: float, losses: float, draws: float, points: float | None = None) -> None:
+        """Results of a vs b; `points` a's summed return (zero-sum: b's is minus it), by default
+        wins - losses (a game worth +-1, as Emberfront's are)."""
+        points = wins - losses if points is None else points
+        for x, y, w, p in ((a, b, wins, points), (b, a, losses, -points)):
             e = self.table.get((x, y), [0.0, 0.0, 0.0])
             self.table[(x, y)] = [
                 e[0] * self.decay + w,
                 e[1] * self.decay + draws,
                 e[2] * self.decay + wins + losses + draws,
             ]
+            self.points[(x, y)] = self.points.get((x, y), 0.0) * self.decay + p
 
     def winrate(self, a: str, b: str, prior: float = 0.5) -> float:
         """scoring.winrate of a vs b from the decayed counts; `prior` for a pair that never met."""
@@ -39,16 +44,29 @@ class Payoff:
     def games(self, a: str, b: str) -> float:
         return self.table.get((a, b), (0.0, 0.0, 0.0))[2]
 
+    def points_per_game(self, a: str, b: str) -> float:
+        """a's decayed mean return against b (poker: chips per game; Emberfront: 2 x win rate - 1)."""
+        n = self.games(a, b)
+        if n <= 0:
+            return 0.0
+        w, d, _ = self.table[(a, b)]
+        return self.points.get((a, b), 2 * w + d - n) / n  # pairs saved before points: wins - losses
+
     def forget(self, keep) -> None:
         """Drops pairs involving an id not in `keep` (bounded state as members retire)."""
         keep = set(keep)
         self.table = {k: v for k, v in self.table.items() if k[0] in keep and k[1] in keep}
+        self.points = {k: v for k, v in self.points.items() if k in self.table}
 
     def state_dict(self) -> list:
         return [[a, b, *v] for (a, b), v in sorted(self.table.items())]
 
-    def load_state_dict(self, rows: list) -> None:
+    def points_state_dict(self) -> list:
+        return [[a, b, p] for (a, b), p in sorted(self.points.items())]
+
+    def load_state_dict(self, rows: list, points: list | None = None) -> None:
         self.table = {(a, b): [float(w), float(d), float(n)] for a, b, w, d, n in rows}
+        self.points = {(a, b): float(p) for a, b, p in points or []}
 
 
 def interleave(wins: int, losses: int, draws: int) -> list[int]:
