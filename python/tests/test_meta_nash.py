@@ -180,6 +180,7 @@ def test_a_kuhn_league_delivers_its_nash_mixture_and_resumes_exactly(tmp_path, c
     capsys.readouterr()
     assert exact.main([str(run_a / MIXTURE_FILE)]) == 0
     assert "kuhn: NashConv" in capsys.readouterr().out
+    assert (run_a / "report" / "nash.png").is_file() and (run_a / "report" / "exact_exploitability.png").is_file()
     resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
     assert train_cli.main([*run, *resume]) == 0
     (run_b,) = [p for p in tmp_path.iterdir() if p.is_dir() and p != run_a]

@@ -127,7 +127,8 @@ def exact_exploitability(run: RunData) -> Figure | None:
     """eval/exploitability over steps: a poker run's exact figure (OpenSpiel's, chips per game;
     0 = a Nash equilibrium)."""
     fig, ax = new_figure()
-    if not lines(ax[0, 0], run, ["eval/exploitability"], "exact exploitability (chips per game; 0 = Nash)"):
+    judged = ["eval/exploitability", "eval/mixture_exploitability"]  # the learner, the league's Nash mixture
+    if not lines(ax[0, 0], run, judged, "exact exploitability (chips per game; 0 = Nash)"):
         return None
     ax[0, 0].set_ylim(bottom=0)
     return fig
@@ -202,6 +203,23 @@ def ratings(run: RunData) -> Figure | None:
     return fig
 
 
+def nash_weights(run: RunData) -> Figure | None:
+    """The pool's meta-Nash mixture over steps (league/nash_weight/<member>): who the league's
+    opponents are drawn from (opponent_sampling = nash) and what league_policy.pt plays."""
+    keys = run.keys("league/nash_weight/")
+    if not keys:
+        return None
+    fig, ax = new_figure()
+    shades = colormaps["viridis"](np.linspace(0.0, 0.9, len(keys)))  # oldest dark, newest light
+    for key, color in zip(keys, shades):
+        steps, weights = run.series(key)
+        ax[0, 0].plot(steps, weights, label=key.removeprefix("league/nash_weight/"), color=color)
+    steps_axis(ax[0, 0], "meta-Nash weight of each member")
+    ax[0, 0].set_ylim(0, 1)
+    ax[0, 0].legend(fontsize=7, ncol=2)
+    return fig
+
+
 def pool_timeline(run: RunData) -> Figure | None:
     """When each member was in the pool: the epochs its rating was reported."""
     members = [k.removeprefix("league/rating_mu/") for k in run.keys("league/rating_mu/")]
@@ -260,4 +278,5 @@ LEAGUE = (
     FigureSpec("payoff", "Payoff (who beats whom)", payoff),
     FigureSpec("ratings", "Ratings over time", ratings),
     FigureSpec("pool", "Pool membership", pool_timeline),
+    FigureSpec("nash", "The league's Nash mixture", nash_weights),
 )
