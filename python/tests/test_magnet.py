@@ -17,7 +17,7 @@ from tcgleague.policy.flat import FlatPolicyConfig, FlatSampler, build_flat_poli
 from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.ppo import COEF_NAMES, PPOLoss, unroll
 from test_game_plugin import KUHN_RUN
-from test_ppo import data, sequence  # noqa: F401 (a fixture)
+from test_ppo import data, sampled, sequence  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -106,18 +106,12 @@ def test_the_ppo_loss_regularizes_both_families(data):  # noqa: F811
     sampler = TCGSampler(1.0, 1.0, 0.05)
     params = sampler.params_tensor()
     m, t = boundary.shape
-    with torch.no_grad():
-        out, ent = unroll(policy, obs, boundary, state_h, state_c)
-        flat = obs.reshape(m * t, -1)
-        actions, logprob, _ = sampler.sample_rows(
-            policy, out, ent, flat, params, uniforms=sampler.draw(m * t, torch.Generator().manual_seed(0))
-        )
-        value = policy.value(out)
+    actions, logprob, value = sampled(policy, sampler, obs, boundary, state_h, state_c, params)
     inputs = (
         obs,
-        actions.reshape(m, t, 4),
-        logprob.reshape(m, t),
-        value.reshape(m, t),
+        actions,
+        logprob,
+        value,
         torch.ones(m, t),
         torch.zeros(m, t),
         torch.ones(m, t),
@@ -132,7 +126,7 @@ def test_the_ppo_loss_regularizes_both_families(data):  # noqa: F811
     magnet = Magnet("ema", policy, interval=1, ema=0.5)
 
     def replayed() -> torch.Tensor:
-        return magnet.log_probs(sampler, unroll, obs, actions.reshape(m, t, 4), boundary, state_h, state_c, params)
+        return magnet.log_probs(sampler, unroll, obs, actions, boundary, state_h, state_c, params)
 
     same_loss, same_stats = PPOLoss(policy, sampler, magnet)(*inputs, replayed(), params, coefs)
     assert float(same_stats[kl_index]) == 0.0 and torch.equal(same_loss, plain_loss)

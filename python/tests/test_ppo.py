@@ -14,7 +14,7 @@ import torch
 
 from helpers.policy_data import make_policy, rollout_obs
 from helpers.trainers import collect, smoke_trainer
-from tcgleague.layout import effects_from_obs, legal_from_obs
+from tcgleague.layout import legal_from_obs
 from tcgleague.magnet import Magnet
 from tcgleague.policy import TCGSampler
 from tcgleague.ppo import STAT_NAMES, PPOLoss, PPOUpdater, UpdateSettings, lr_lambda, unroll
@@ -92,6 +92,17 @@ def test_unroll_equals_stepping_with_stored_states_restored_at_boundaries(data):
         assert not torch.allclose(zeroed.reshape(M, T, -1)[:, 0], out[:, 0], atol=1e-4)
 
 
+@torch.no_grad()
+def sampled(policy, sampler, obs, boundary, state_h, state_c, params):
+    """What a rollout stores for segments [M, T] of rows: actions [M, T, width], their log-probs
+    and the values [M, T], sampled from seeded draws."""
+    m, t = boundary.shape
+    out, ent = unroll(policy, obs, boundary, state_h, state_c)
+    draws = sampler.draw(m * t, torch.Generator().manual_seed(0))
+    actions, logprob, _ = sampler.sample_rows(policy, out, ent, obs.reshape(m * t, -1), params, uniforms=draws)
+    return actions.reshape(m, t, -1), logprob.reshape(m, t), policy.value(out).reshape(m, t)
+
+
 @pytest.mark.parametrize(
     "arch",
     [{}, {"entity_attention_layers": 1}, {"legal_scorer_dim": 8}, {"legal_scorer_dim": 8, "legal_effect_dim": 8}],
@@ -104,22 +115,9 @@ def test_every_parameter_gets_a_finite_nonzero_gradient_from_the_ppo_loss(data, 
     sampler = TCGSampler(1.0, 1.3, 0.1)
     params = sampler.params_tensor()
     M, T = boundary.shape
-    with torch.no_grad():
-        out, ent = unroll(policy, obs, boundary, state_h, state_c)
-        flat = obs.reshape(M * T, -1)
-        legal, count = legal_from_obs(flat)
-        assert (count > 0).sum() > M * T // 2
-        actions, logprob, _ = sampler.sample(
-            policy,
-            out,
-            ent,
-            legal,
-            count,
-            params=params,
-            generator=torch.Generator().manual_seed(0),
-            effects=effects_from_obs(flat),
-        )
-        value = policy.value(out)
+    _, count = legal_from_obs(obs.reshape(M * T, -1))
+    assert (count > 0).sum() > M * T // 2
+    actions, logprob, value = sampled(policy, sampler, obs, boundary, state_h, state_c, params)
     g = torch.Generator().manual_seed(3)
     noisy = lambda t: (t + 0.05 * torch.randn(t.shape, generator=g)).reshape(M, T)  # noqa: E731
     loss_fn = PPOLoss(policy, sampler)

@@ -1,5 +1,5 @@
 """The games a run can play (`[env] game`): what the trainer is handed for each, so nothing below
-`build.py` names a game (issue 42: the game as a plug-in).
+`build.py` names a game (the game is a plug-in).
 
 A `Game` is its env class (a PufferLib env keeping the row contract of rows.py: two rows per
 game, the acting row masked, the legal actions in the row), the env's arguments from a config,

@@ -25,7 +25,6 @@ from __future__ import annotations
 import copy
 
 import torch
-from torch import nn
 
 from .config.sections import MAGNET_KINDS
 from .policy.family import Policy, Sampler, freeze, strip_compile_prefix, unwrap
@@ -64,13 +63,12 @@ def build_magnet(train, policy: Policy) -> Magnet:
     return Magnet(train.magnet, policy, train.magnet_interval, train.magnet_ema, enabled)
 
 
-class Magnet(nn.Module):
-    """The magnet's weights (none for `uniform`) and when they were last replaced; a module so the
-    PPO loss holds it (in-place updates: compiled code keeps its addresses), with `state_dict`
-    in the run's checkpoint for an exact resume."""
+class Magnet:
+    """The magnet's weights (none for `uniform`) and when they were last replaced, kept in the
+    run's checkpoint (`checkpoint` / `restore`) for an exact resume. PPOUpdater replays it once
+    per update; the loss reads only whether it is on and replayed."""
 
     def __init__(self, kind: str, policy: Policy, interval: int, ema: float, enabled: bool = True):
-        super().__init__()
         if kind not in MAGNET_KINDS:
             raise ValueError(f"magnet must be one of {', '.join(MAGNET_KINDS)}, got {kind!r}")
         self.kind, self.interval, self.ema, self.enabled = kind, int(interval), float(ema), enabled

@@ -62,7 +62,9 @@ class PPOLoss(nn.Module):
         super().__init__()
         self.policy = policy
         self.sampler = sampler
-        self.magnet = magnet
+        # what the magnet asks of the loss; its weights stay out of the loss (replayed by PPOUpdater)
+        self.regularized = magnet is not None and magnet.enabled
+        self.replayed = self.regularized and magnet.replays
 
     def forward(
         self, obs, actions, logprob, value, advantage, ret, mask, boundary, state_h, state_c, magnet_logp, params, coefs
@@ -90,8 +92,8 @@ class PPOLoss(nn.Module):
         v_loss = 0.5 * mean(torch.maximum((new_value - ret) ** 2, (v_clipped - ret) ** 2))
         ent_mean = mean(entropy)
         loss = pg_loss + vf_coef * v_loss - ent_coef * ent_mean
-        if self.magnet is not None and self.magnet.enabled:
-            magnet_stages = split(magnet_logp, stages) if self.magnet.replays else uniform_stages(stages)
+        if self.regularized:
+            magnet_stages = split(magnet_logp, stages) if self.replayed else uniform_stages(stages)
             kl_mean = mean(magnet_kl(stages, magnet_stages))
             loss = loss + magnet_coef * kl_mean
         else:

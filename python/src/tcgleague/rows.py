@@ -3,7 +3,7 @@ store, upload and learn from them: how many rows there are, how many bytes one o
 takes as the env writes it, and how many integers one action is. The env says so through its
 spaces (PufferLib's contract: `single_observation_space`, `single_action_space`), read once by
 `vecenv.VecEnv`; the rollout buffer, the PPO updater, the step transfers and the trainer size
-themselves from it, so no game's layout constant reaches them (issue 42: the game as a plug-in).
+themselves from it, so no game's layout constant reaches them (the game is a plug-in).
 
 Every game's rows follow one layout, the contract between an env and the rest: two rows per game,
 one per seat, row `seat_row(g, s)` = 2g + s; each step one row per game acts, and both rows of a

@@ -1,4 +1,4 @@
-"""`bench learn`'s judge for a game whose exploitability is exact (Leduc, Kuhn; issue 42): each
+"""`bench learn`'s judge for a game whose exploitability is exact (Leduc, Kuhn): each
 final checkpoint's exploitability by OpenSpiel (`exact.checkpoint_exploitability`, chips per
 game, lower is better), its curve (the trainer's `eval/exploitability` every --eval-every
 steps), and with --league the two finals head to head through the game's own runner (duplicate
@@ -18,7 +18,7 @@ from ..games.rules import GAMES
 from ..match import policy_side
 from ..rng import stream_seed
 
-TARGET = 0.1  # issue 42's bar for the league's final exploitability (chips per game)
+TARGET = 0.1  # the league's final exploitability we ask for (chips per game): a tenth of a chip from Nash
 
 
 def judged_exactly(cfg: Config) -> bool:

@@ -1,5 +1,5 @@
 """`PokerPufferEnv`: Leduc or Kuhn poker (games/poker.py) behind the PufferLib face every game of
-the trainer has (issue 42: the game as a plug-in), Emberfront's `TCGEnv` being the other.
+the trainer has (the game is a plug-in), Emberfront's `TCGEnv` being the other.
 
 The contract, as `TCGEnv` keeps it: `num_agents` rows, two per game (rows.py); PufferLib's shared
 buffers (`observations` uint8 rows, `rewards`, `terminals`, `truncations`, `masks`: the acting

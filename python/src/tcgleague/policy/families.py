@@ -1,6 +1,6 @@
 """The policy families a checkpoint can hold, by the name its `policy_config` carries: what the
 checkpoint files, the league's member store and the deployed tools need to rebuild a policy and
-its sampler without knowing the game (issue 42: a game brings its family).
+its sampler without knowing the game (a game brings its own policy family).
 
 Emberfront's `TCGPolicy` came first and its stored architecture names no family, so a
 `policy_config` without a "family" key is Emberfront's."""

@@ -4,8 +4,8 @@ every family shares.
 
 A `Policy` is a recurrent network over observation rows: `encode` a batch of rows, advance the
 LSTM a `step`, read the `value`. A `Sampler` turns the network's outputs at those rows into
-actions and their log-probabilities; it alone reads what the row says is legal (issue 42: the
-game as a plug-in), so the actors, the PPO loss and the frozen pool hold the two through this
+actions and their log-probabilities; it alone reads what the row says is legal (the game is a
+plug-in), so the actors, the PPO loss and the frozen pool hold the two through this
 contract and nothing else."""
 
 from __future__ import annotations

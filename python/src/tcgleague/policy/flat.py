@@ -1,5 +1,5 @@
 """The policy family of a small game: a generic LSTM over a flat observation row, and a masked
-softmax over the few actions the row's legal mask allows (issue 42: a game brings its family).
+softmax over the few actions the row's legal mask allows (a game brings its own policy family).
 
 A row of such a game is `obs_width` bytes of 0/1 features whose last `num_actions` bytes are the
 legal mask (the poker rows of games/rules.py: OpenSpiel's information-state tensor, then the

@@ -1,7 +1,7 @@
 """The sampling math every policy family shares: the parameters a sampler keeps
 (`SamplingParameters`: primary_temperature, subaction_temperature, smoothing_eps, checked and set
 in place) and one masked, tempered, smoothed softmax stage (`stage_logp`): Emberfront's sampler
-runs it per stage of its actions, a small game's over its few actions (issue 42)."""
+runs it per stage of its actions, a small game's over its few actions."""
 
 from __future__ import annotations
 
