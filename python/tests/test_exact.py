@@ -112,13 +112,19 @@ def test_the_command_prints_and_writes_the_figures(cfr_policy, tmp_path, capsys)
             | {f"{c}{h}": [0.5, 0.5] for c in range(3) for h in ("p", "b", "pb")},
             "not a distribution",
         ),
+        (
+            {str(card): [float("nan"), float("nan")] for card in range(3)}
+            | {f"{c}{h}": [0.5, 0.5] for c in range(3) for h in ("p", "b", "pb")},
+            "not a distribution",
+        ),
     ],
-    ids=["missing", "not-a-table", "another-game", "not-a-distribution"],
+    ids=["missing", "not-a-table", "another-game", "not-a-distribution", "nan"],
 )
 def test_a_bad_table_is_refused_on_one_line(tmp_path, capsys, content, message):
     path = tmp_path / "table.pt"
     if content is not None:
         torch.save(content, path)
     assert main([str(path), "--game", "kuhn"]) == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert err.startswith("exact: ") and message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert out == "", "no figure printed for a refused table"

@@ -16,10 +16,11 @@ import pytest
 import torch
 
 from helpers.state_compare import assert_same
-from tcgleague import exact
+from tcgleague import evaluate_checkpoint, exact
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
-from tcgleague.config import load_config
+from tcgleague.config import ConfigError, load_config
+from tcgleague.exploit.__main__ import main as exploit_main
 from tcgleague.game import poker_play
 from tcgleague.games.poker_match import ALWAYS_CALL, RANDOM, poker_bot_side
 from tcgleague.games.poker_rows import PokerPufferEnv
@@ -27,6 +28,7 @@ from tcgleague.games.rules import GAMES, KUHN, LEDUC, NUM_ACTIONS
 from tcgleague.match import policy_side
 from tcgleague.policy.flat import FlatPolicyConfig, FlatSampler, build_flat_policy
 from tcgleague.rows import RowFormat, finished_games, game_of
+from tcgleague.vecenv import check_env_memory
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -315,3 +317,101 @@ def test_the_poker_env_refuses_bad_action_batches_by_name_and_steps_nothing(bad,
         env.step(bad(env.num_agents))
     assert np.array_equal(env.observations, before) and env.engine.get_state() == state
     env.step(np.ones((env.num_agents, 1), dtype=np.int32))  # a good batch still steps (call everywhere)
+
+
+def test_a_poker_config_with_emberfronts_keys_is_refused_naming_each():
+    with pytest.raises(ConfigError) as refused:
+        load_config(Path("configs/kuhn.ini"), ["--policy.entity-attention-layers", "2", "--env.turn-cap", "5"])
+    assert "[policy] entity_attention_layers = 2: only [env] game = emberfront reads it" in str(refused.value)
+    assert "[env] turn_cap = 5" in str(refused.value)
+    assert load_config(Path("configs/smoke.ini"), ["--policy.entity-attention-layers", "2"]).env.game == "emberfront"
+
+
+def test_more_games_than_memory_holds_are_refused_before_anything_is_allocated_or_written(tmp_path, capsys):
+    base = tmp_path / "experiments"
+    assert (
+        train_cli.main(
+            ["--config", "configs/kuhn.ini", "--env.num-games", "1000000000", "--base.experiments-dir", str(base)]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "[env] num_games = 1,000,000,000: the env's buffers need about" in err and err.count("\n") == 1
+    assert not base.exists(), "nothing written"
+    with pytest.raises(ConfigError, match="at most 1,323 games here"):  # 1 MiB at Leduc's bound per game
+        check_env_memory(PokerPufferEnv, 4096, {"game": "leduc", "num_games": 4096}, available=2**20)
+    check_env_memory(PokerPufferEnv, 1323, {"game": "leduc", "num_games": 1323}, available=2**20)
+
+
+def test_a_poker_checkpoint_stripped_of_its_fingerprint_is_refused_by_name(kuhn_run, tmp_path, capsys):
+    _, run_dir = kuhn_run
+    state = torch.load(run_dir / "model_kuhn_000008.pt", weights_only=True)
+    del state["fingerprint"]
+    stripped = tmp_path / "stripped.pt"
+    torch.save(state, stripped)
+    before = stripped.read_bytes()
+    capsys.readouterr()
+    assert exact.main([str(stripped)]) == 2
+    err = capsys.readouterr().err
+    assert "missing fingerprint" in err and "expected shape" not in err and err.count("\n") == 1
+    assert stripped.read_bytes() == before
+
+
+# ---- the tools on poker ---------------------------------------------------------------------------
+
+
+def test_evaluate_checkpoint_plays_a_kuhn_checkpoint_against_its_bots_and_judges_it_exactly(kuhn_run, tmp_path, capsys):
+    _, run_dir = kuhn_run
+    ckpt = str(run_dir / "model_kuhn_000008.pt")
+    capsys.readouterr()
+    assert evaluate_checkpoint.main([ckpt, "--episodes", "200", "--json", str(tmp_path / "one.json")]) == 0
+    out = capsys.readouterr().out
+    one = json.loads((tmp_path / "one.json").read_text())
+    assert one["opponent"] == ALWAYS_CALL and one["game"] == "kuhn" and one["episodes"] == 200
+    assert "chips per game" in out and "exact exploitability" in out and "per deck" not in out
+    assert one["exact"]["exploitability"] == pytest.approx(exact.checkpoint_exploitability(Path(ckpt)).exploitability)
+    assert evaluate_checkpoint.main([ckpt, "--panel", "--episodes", "100", "--json", str(tmp_path / "p.json")]) == 0
+    panel = json.loads((tmp_path / "p.json").read_text())
+    assert [r["opponent"] for r in panel["panel"]] == [RANDOM, ALWAYS_CALL]
+    for bad, message in (
+        (["--opponent", "greedy"], "neither a bot of kuhn (random, call)"),
+        (["--lookahead"], "kuhn has no lookahead"),
+        (["--replays", "2"], "does not draw kuhn games"),
+    ):
+        capsys.readouterr()
+        assert evaluate_checkpoint.main([ckpt, "--episodes", "10", *bad]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+
+
+def test_a_best_response_on_kuhn_trains_against_the_checkpoint_and_never_beats_the_exact_one(kuhn_run, tmp_path):
+    _, run_dir = kuhn_run
+    ckpt = str(run_dir / "model_kuhn_000008.pt")
+    small = ["--train.batch-size", "2048", "--train.minibatch-size", "512", "--env.num-games", "128"]
+    argv = [ckpt, "--steps", "4096", "--eval-every", "0", "--curve-games", "100", "--games", "2000", *small]
+    assert (
+        exploit_main([*argv, "--base.experiments-dir", str(tmp_path / "runs"), "--json", str(tmp_path / "r.json")]) == 0
+    )
+    r = json.loads((tmp_path / "r.json").read_text())
+    best = exact.checkpoint_exploitability(Path(ckpt)).exploitability
+    assert r["game"] == "kuhn" and r["exact"]["exploitability"] == pytest.approx(best)
+    final = r["final"]
+    assert final["games"] == 2000 and final["points_per_game"] <= best + final["points_half_width"]
+    assert r["steps"] >= 4096 and [p["step"] for p in r["curve"]][0] == 0
+
+
+def test_exploit_refuses_a_config_of_another_game_than_its_targets_and_writes_nothing(kuhn_run, tmp_path, capsys):
+    _, run_dir = kuhn_run
+    ckpt = str(run_dir / "model_kuhn_000008.pt")
+    runs = ["--base.experiments-dir", str(tmp_path / "runs")]
+    for argv, message in (
+        ([ckpt, "--config", "configs/smoke.ini"], "it plays emberfront, the target"),
+        ([ckpt, "--env.game", "leduc"], "it plays leduc, the target"),
+        ([ckpt, "--target-lookahead"], "kuhn has no lookahead"),
+        (["greedy", "--config", "configs/kuhn.ini"], "neither a bot of kuhn (random, call)"),
+    ):
+        capsys.readouterr()
+        assert exploit_main([*argv, *runs]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert not (tmp_path / "runs").exists()

@@ -25,7 +25,7 @@ from .logger import Dashboard, RunLogger
 from .opponent_side import OpponentSide, SelfPlay
 from .rng import seed_global, stream_seed
 from .trainer import Trainer
-from .vecenv import VecEnv
+from .vecenv import VecEnv, check_env_memory
 
 OpponentsFactory = Callable[[VecEnv, torch.device], OpponentSide]  # (the run's env, its device) -> its opponent side
 
@@ -93,6 +93,12 @@ def delivered_mixture_judge(cfg: Config):
     """The game's judge of the league's Nash mixture when the run delivers one (else None)."""
     judge = game_of(cfg).evaluate_mixture
     return judge(cfg) if judge is not None and cfg.league.deliverable == "nash_mixture" else None
+
+
+def check_env_fits(cfg: Config) -> None:
+    """The config's env against this machine's memory, before a run creates anything."""
+    game = game_of(cfg)
+    check_env_memory(game.env_class, cfg.vec.num_envs * cfg.env.num_games, game.env_kwargs(cfg, cfg.base.seed))
 
 
 def build_trainer(

@@ -107,7 +107,7 @@ def play_match(
     return play_duplicate(EmberfrontTable(turn_cap, decks), learner, opponent, episodes, seed, parallel, recorder)
 
 
-EMBERFRONT_RUNNER = Runner(play_match, bot_side, training_bots, BOTS, GREEDY, True)
+EMBERFRONT_RUNNER = Runner(play_match, bot_side, training_bots, BOTS, GREEDY, True, SCRIPTED)
 
 
 def evaluate_vs_bots(policy: Policy, sampler: Sampler, games: int, seed: int, turn_cap: int) -> dict:

@@ -106,6 +106,12 @@ class TCGEnv(pufferlib.PufferEnv):
     noop_action_type = PASS  # the action type that does nothing now: the rollout's noop rate counts it
     summarize_episodes = staticmethod(summarize_episodes)  # its episode records -> environment/* metrics
 
+    @staticmethod
+    def bytes_per_game(env_kwargs: dict) -> int:
+        """Memory one game takes, rows and engine state: measured 33,300 bytes of process memory
+        per game at 20,000 games; this bound is 1.5x that."""
+        return 50_000
+
     def __init__(
         self,
         num_games: int = 1,

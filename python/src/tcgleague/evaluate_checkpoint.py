@@ -1,19 +1,21 @@
-"""`python -m tcgleague.evaluate_checkpoint CHECKPOINT [--opponent random|greedy|PATH] ...`:
-plays a checkpoint in the duplicate format (emberfront_match.play_match, the game runner) and reports W/L/D, the win
-rate with a Wilson interval, mean length, entropy, noop rate, and per-deck / per-seat /
-turn-order tables.
+"""`python -m tcgleague.evaluate_checkpoint CHECKPOINT [--opponent BOT|PATH] ...`: plays a
+checkpoint in the duplicate format in its own game's matches (game.py's Runner: Emberfront's, or
+Leduc / Kuhn poker's) and reports W/L/D, the win rate with a Wilson interval, mean length,
+entropy and per-seat / turn-order tables: on Emberfront also the noop rate and per-deck tables;
+on poker the chips per game and OpenSpiel's exact exploitability of the checkpoint.
 
 The checkpoint is loaded through checkpoint.load_checkpoint, the very function resume uses, so
 it is accepted or refused exactly as `train.py --resume-checkpoint` would (same messages). The
 sampler is set to the checkpoint's annealed values (its primary temperature, and the
 subaction temperature and smoothing at its step), unless --argmax or --temperature T is given.
 Games are played at the checkpoint's own [env] turn_cap, as its training evaluation was.
-With --lookahead [W] the checkpoint searches a turn ahead before each move (lookahead.py).
+With --lookahead [W] an Emberfront checkpoint searches a turn ahead before each move (lookahead.py).
 
-With --panel it plays a held-out panel instead of one opponent: the bots (random, greedy and
-lookahead_greedy, the greedy heuristic judging each move a turn ahead, which no training meets)
-and every --panel-member checkpoint, each exactly as `--opponent X` alone would play it (same
-seed, same games), and reports each win rate with the panel's mean and worst.
+With --panel it plays a held-out panel instead of one opponent: its game's bots (Emberfront:
+random, greedy and lookahead_greedy, the greedy heuristic judging each move a turn ahead, which
+no training meets; poker: random and call) and every --panel-member checkpoint, each exactly as
+`--opponent X` alone would play it (same seed, same games), and reports each win rate with the
+panel's mean and worst.
 """
 
 from __future__ import annotations
@@ -23,18 +25,18 @@ import math
 import os
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from rich.console import Console
 from rich.table import Table
 
-from .bots import SCRIPTED
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
-from .emberfront_match import bot_side, play_match
 from .errors import ArgumentError, entry_point, output_file, write_report
-from .games.rules import EMBERFRONT
+from .fingerprint import checkpoint_game
+from .game import Game, game_named
 from .league.mixture import is_mixture, load_mixture, mixture_side
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import ActorFactory, MatchRecorder, policy_side
@@ -57,10 +59,16 @@ def evaluate_loaded(
     lookahead: float | None = None,
     recorder: MatchRecorder | None = None,
 ) -> dict:
-    """Evaluates a loaded checkpoint; returns the JSON-ready report (match.MatchReport.summary
-    plus what was evaluated). `opponent` is "random", "greedy" or a checkpoint path; with
-    `lookahead` (a value weight) the checkpoint searches a turn ahead. A `recorder`
-    (replay.ReplayRecorder) records games of the very match played."""
+    """Evaluates a loaded checkpoint in its game's matches; returns the JSON-ready report
+    (match.MatchReport.summary plus what was evaluated). `opponent` is one of the game's bots
+    (Runner.panel) or a checkpoint path; with `lookahead` (a value weight) the checkpoint
+    searches a turn ahead. A `recorder` (replay.ReplayRecorder) records games of the very match
+    played."""
+    game = checkpoint_of_game(loaded)
+    if lookahead is not None and not game.searches:
+        raise ArgumentError(f"--lookahead searches Emberfront's engine; {game.name} has no lookahead")
+    if recorder is not None and not game.runner.records:
+        raise ArgumentError(f"--replays: the replay viewer does not draw {game.name} games yet")
     sampler = checkpoint_sampler(loaded, temperature)
     learner = policy_side(loaded.policy.eval(), sampler, seed, argmax)
     if is_mixture(loaded.state):
@@ -70,18 +78,21 @@ def evaluate_loaded(
     searchers: list[LookaheadActor] = []
     if lookahead is not None:
         learner = lookahead_side(learner, seed, lookahead, searchers)
-    opp, opp_info = opponent_side(opponent, stream_seed(seed, "second_side"), strict, log)
+    opp, opp_info = opponent_side(game, opponent, stream_seed(seed, "second_side"), strict, log)
     turn_cap = checkpoint_turn_cap(loaded)
     start = time.perf_counter()
-    report = play_match(learner, opp, episodes, seed, parallel=parallel, turn_cap=turn_cap, recorder=recorder)
+    recording = {} if recorder is None else {"recorder": recorder}
+    report = game.runner.play(learner, opp, episodes, seed, parallel=parallel, turn_cap=turn_cap, **recording)
     out = report.summary()
     out.update(opp_info)
     out.update(
         checkpoint=str(loaded.path),
+        game=game.name,
         global_step=loaded.global_step,
         epoch=int(loaded.state["epoch"]),
         seed=seed,
         turn_cap=turn_cap,
+        points_per_game=report.reward_per_game,
         argmax=argmax,
         lookahead=lookahead,
         lookahead_searched=sum(a.searched for a in searchers),
@@ -93,15 +104,22 @@ def evaluate_loaded(
     return out
 
 
-def opponent_side(opponent: str, seed: int, strict: bool = False, log=print) -> tuple[ActorFactory, dict]:
-    """The match side of `opponent` (a bots.SCRIPTED name, or a checkpoint path played with its
-    annealed sampler), sampling from `seed`, and what the report says about it."""
+def checkpoint_of_game(loaded: LoadedCheckpoint) -> Game:
+    """The game a loaded checkpoint plays (its fingerprint's)."""
+    return game_named(checkpoint_game(loaded.state))
+
+
+def opponent_side(game: Game, opponent: str, seed: int, strict: bool = False, log=print) -> tuple[ActorFactory, dict]:
+    """The match side of `opponent` (one of `game`'s bots, or a checkpoint path of the same
+    game played with its annealed sampler), sampling from `seed`, and what the report says."""
     info = {"opponent": opponent}
-    if opponent in SCRIPTED:
-        return bot_side(opponent, seed), info
+    if opponent in game.runner.panel:
+        return game.runner.bot_side(opponent, seed), info
     if not Path(opponent).is_file():
-        raise CheckpointError(f"--opponent {opponent}: neither a bot ({', '.join(SCRIPTED)}) nor a checkpoint file")
-    other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log, game=EMBERFRONT)
+        raise CheckpointError(
+            f"--opponent {opponent}: neither a bot of {game.name} ({', '.join(game.runner.panel)}) nor a checkpoint file"
+        )
+    other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log, game=game.name)
     side = policy_side(other.policy.eval(), checkpoint_sampler(other), seed, name=str(other.path))
     info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
     return side, info
@@ -132,11 +150,12 @@ def save_replays(report: dict, recorder: ReplayRecorder, out: Path) -> Path:
 
 
 def evaluate_panel(loaded: LoadedCheckpoint, members: list[str], episodes: int, seed: int, **options) -> dict:
-    """The checkpoint vs the held-out panel: every bots.SCRIPTED bot, then each of `members`
+    """The checkpoint vs the held-out panel: every bot of its game (Runner.panel), then each of `members`
     (checkpoint paths), each match by `evaluate_loaded` with the same `seed`, `episodes` and
     `options`, so each entry is the report `--opponent X` alone gives. Adds the panel's mean
     and worst win rate."""
-    reports = [evaluate_loaded(loaded, opponent, episodes, seed, **options) for opponent in (*SCRIPTED, *members)]
+    bots = checkpoint_of_game(loaded).runner.panel
+    reports = [evaluate_loaded(loaded, opponent, episodes, seed, **options) for opponent in (*bots, *members)]
     worst = min(reports, key=lambda r: r["winrate"])
     return {
         "checkpoint": str(loaded.path),
@@ -163,11 +182,13 @@ def print_panel(r: dict, console: Console | None = None) -> None:
     table = Table(
         title=f"{r['checkpoint']} (epoch {r['epoch']}, global_step {r['global_step']:,}) vs the held-out panel"
     )
+    unit = game_named(r["panel"][0]["game"]).points_unit
     table.add_column("opponent", overflow="fold")  # a member's whole path
-    for col in ("games", "W", "L", "D", "win rate", "Wilson 95%"):
+    for col in ("games", "W", "L", "D", "win rate", "Wilson 95%", *([f"{unit}/game"] if unit else [])):
         table.add_column(col, justify="right")
+    points = (lambda v: [f"{v['points_per_game']:+.3f}"]) if unit else (lambda v: [])
     for v in r["panel"]:
-        table.add_row(v["opponent"], *tally_cells(v, v["episodes"]))
+        table.add_row(v["opponent"], *tally_cells(v, v["episodes"]), *points(v))
     table.add_row("panel mean", "", "", "", "", f"{r['mean_winrate']:.3f}", "")
     table.add_row(f"panel worst ({r['worst_opponent']})", "", "", "", "", f"{r['worst_winrate']:.3f}", "")
     console.print(table)
@@ -189,15 +210,23 @@ def print_report(r: dict, console: Console | None = None) -> None:
         f"{r['episodes']} games: W {r['wins']} / L {r['losses']} / D {r['draws']}   win rate "
         f"[bold]{r['winrate']:.3f}[/bold]  (95% Wilson [{r['wilson_low']:.3f}, {r['wilson_high']:.3f}])"
     )
-    console.print(
-        f"mean length {r['mean_length']:.1f} decisions ({r['mean_turns']:.1f} turns), truncated "
-        f"{r['truncation_rate']:.1%}, entropy {r['entropy']:.3f}, noop rate {r['noop_rate']:.3f}"
-    )
-    for title, key in (
+    unit = game_named(r["game"]).points_unit
+    if unit is not None:  # a game scored in points: no decks, turns or noops, one line
+        console.print(
+            f"{r['points_per_game']:+.3f} {unit} per game; mean length {r['mean_length']:.1f} decisions, "
+            f"entropy {r['entropy']:.3f}"
+        )
+    else:
+        console.print(
+            f"mean length {r['mean_length']:.1f} decisions ({r['mean_turns']:.1f} turns), truncated "
+            f"{r['truncation_rate']:.1%}, entropy {r['entropy']:.3f}, noop rate {r['noop_rate']:.3f}"
+        )
+    tables = (
         ("per deck (the learner's)", "per_deck"),
         ("per seat (the learner's)", "per_seat"),
         ("per turn order", "per_turn_order"),
-    ):
+    )
+    for title, key in tables[1:] if unit is not None else tables:
         table = Table(title=title)
         for col in ("", "games", "W", "L", "D", "win rate", "Wilson 95%"):
             table.add_column(col, justify="right" if col else "left")
@@ -212,11 +241,16 @@ def parse_args(argv):
     )
     p.add_argument("checkpoint", nargs="?", help="a model_<run>_<epoch>.pt file (or give it as --checkpoint)")
     p.add_argument("--checkpoint", dest="checkpoint_flag", metavar="PATH", help="the same, as a flag")
-    p.add_argument("--opponent", help=f"{' | '.join(SCRIPTED)} | another checkpoint's path (default greedy)")
+    p.add_argument(
+        "--opponent",
+        help="one of the checkpoint's game's bots (Emberfront: random | greedy | lookahead_greedy; Leduc, Kuhn: "
+        "random | call) or another checkpoint's path (default: the game's baseline, greedy or call)",
+    )
     p.add_argument(
         "--panel",
         action="store_true",
-        help=f"play the held-out panel instead of one opponent: {', '.join(SCRIPTED)} and every --panel-member",
+        help="play the held-out panel instead of one opponent: every bot of the checkpoint's game and every "
+        "--panel-member",
     )
     p.add_argument(
         "--panel-member", action="append", default=[], metavar="PATH", help="a checkpoint in the panel (repeatable)"
@@ -272,7 +306,6 @@ def parse_args(argv):
         p.error("--replays records one match: not with --panel")
     if args.replays_out is not None and (not args.replays or args.replays_out.is_file()):
         p.error("--replays-out DIR needs --replays K, and DIR must not be a file")
-    args.opponent = args.opponent or "greedy"
     return args
 
 
@@ -282,7 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     output_file(args.json, "--json")
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict, game=EMBERFRONT, mixture_ok=True)
+    loaded = load_checkpoint(args.checkpoint, policy_config=None, strict=args.strict, mixture_ok=True)
+    game = checkpoint_of_game(loaded)
+    args.opponent = args.opponent or game.runner.baseline
     if args.wandb and not os.access(loaded.path.resolve().parent, os.W_OK):
         raise ArgumentError(f"--wandb: the checkpoint's directory {loaded.path.parent} is not writable")
     options = dict(
@@ -304,6 +339,12 @@ def main(argv: list[str] | None = None) -> int:
         print_report(report)
         if args.replays:
             print(f"wrote {save_replays(report, recorder, replays_dir(args, loaded))} ({args.replays} games)")
+    if game.judge is not None:
+        report["exact"] = asdict(game.judge(loaded.path))
+        print(
+            f"exact exploitability {report['exact']['exploitability']:.4f} {game.points_unit} per game "
+            f"(OpenSpiel's best response; NashConv {report['exact']['nash_conv']:.4f})"
+        )
     write_report(args.json, report)
     if args.wandb:
         print(f"logged to W&B: {log_evaluation(report, Path(args.checkpoint).resolve().parent)}")

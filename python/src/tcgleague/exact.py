@@ -34,9 +34,10 @@ from open_spiel.python.algorithms import exploitability
 from .checkpoint.deployed import checkpoint_sampler
 from .checkpoint.files import load_checkpoint, read_state, verify_archive
 from .errors import UserInputError, entry_point, output_file, write_report
+from .fingerprint import checkpoint_game
 from .games.openspiel import openspiel_action, our_action
 from .games.poker import PokerEnv
-from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS, PokerRules
+from .games.rules import GAMES, NUM_ACTIONS, PokerRules
 from .league.mixture import is_mixture, load_mixture
 from .policy.family import Policy, Sampler, freeze
 
@@ -74,7 +75,8 @@ def tabular_policy(rules: PokerRules, policy: StatePolicy) -> openspiel_policy.T
             raise UserInputError(
                 f"{where}: probabilities for illegal actions {sorted(set(given) - set(state.legal_actions()))}"
             )
-        if min(given.values(), default=-1.0) < 0 or abs(sum(given.values()) - 1) > PROBABILITY_TOLERANCE:
+        # written so NaN fails it (NaN compares false)
+        if not (min(given.values(), default=-1.0) >= 0 and abs(sum(given.values()) - 1) <= PROBABILITY_TOLERANCE):
             raise UserInputError(
                 f"{where}: the probabilities {given} are not a distribution over {state.legal_actions()}"
             )
@@ -307,7 +309,7 @@ def judged_game(path: Path, played: str, game: str | None) -> PokerRules:
 def checkpoint_exploitability(path: Path, game: str | None = None) -> Exploitability:
     """A checkpoint's policy, at the sampler it was saved with, judged exactly."""
     loaded = load_checkpoint(path)
-    rules = judged_game(path, (loaded.state.get("fingerprint") or {}).get("game", EMBERFRONT), game)
+    rules = judged_game(path, checkpoint_game(loaded.state), game)
     return policy_exploitability(rules, freeze(loaded.policy), checkpoint_sampler(loaded))
 
 

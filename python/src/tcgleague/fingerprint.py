@@ -135,6 +135,12 @@ def game_of_config(config_dict: dict | None) -> str:
     return ((config_dict or {}).get("env") or {}).get("game", EMBERFRONT)
 
 
+def checkpoint_game(state: dict) -> str:
+    """The game a checkpoint plays: its fingerprint's, or (a file stripped of it, or written
+    before fingerprints) its stored config's, or Emberfront (a file older than either)."""
+    return (state.get("fingerprint") or {}).get("game") or game_of_config(state.get("config"))
+
+
 def compute_fingerprint(config_dict: dict | None = None, game: str | None = None) -> dict:
     """`game`: the game, where no config dict says it (a league member's file)."""
     game = game or game_of_config(config_dict)

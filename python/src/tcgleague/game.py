@@ -13,17 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from .checkpoint.files import read_state
 from .config import Config
 from .emberfront_match import EMBERFRONT_RUNNER, evaluate_vs_bots
 from .engine.cards import load_card_pool
 from .env import TCGEnv
-from .exact import members_exploitability, policy_exploitability
+from .exact import (
+    Exploitability,
+    checkpoint_exploitability,
+    members_exploitability,
+    mixture_exploitability,
+    policy_exploitability,
+)
 from .games.poker_match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
 from .games.poker_rows import PokerPufferEnv
 from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS
-from .league.mixture import MixtureEvaluate
+from .league.mixture import MixtureEvaluate, is_mixture
 from .match import Runner, play_duplicate
 from .policy.families import FAMILIES, FLAT, TCG, PolicyFamily
 from .policy.family import Policy, Sampler
@@ -51,6 +59,14 @@ class Game:
     evaluate_mixture: Callable[[Config], MixtureEvaluate] | None = None
     """the league's Nash mixture judged at the trainer's evaluations ([league] deliverable =
     nash_mixture); None: the game has no judge of a mixture"""
+    default_config: str = "configs/default.ini"
+    """the config a tool trains this game with when given none (an exploit run's)"""
+    searches: bool = False
+    """whether lookahead.py can search its games (a turn ahead inside Emberfront's engine)"""
+    judge: Callable[[Path], Exploitability] | None = None
+    """a checkpoint or league mixture file -> its exact exploitability; None: no exact judge"""
+    points_unit: str | None = None
+    """what a game's return counts (chips), where it is more than a win or a loss"""
 
 
 def emberfront_env_kwargs(cfg: Config, seed: int) -> dict:
@@ -115,7 +131,17 @@ EMBERFRONT_GAME = Game(
     lambda cfg: TCGSampler(primary_temperature=cfg.policy.primary_temperature),
     bots_evaluation,
     EMBERFRONT_RUNNER,
+    searches=True,
 )
+
+
+def exact_judge(name: str) -> Callable[[Path], Exploitability]:
+    """OpenSpiel's exact exploitability of a `name` checkpoint or league mixture file."""
+
+    def judge(path: Path) -> Exploitability:
+        return (mixture_exploitability if is_mixture(read_state(path)) else checkpoint_exploitability)(path, name)
+
+    return judge
 
 
 def poker_play(name: str) -> Callable:
@@ -144,8 +170,12 @@ def poker_game(name: str) -> Game:
             POKER_BOTS,
             ALWAYS_CALL,
             False,
+            POKER_BOTS,
         ),
         exact_mixture_evaluation,
+        f"configs/{name}.ini",
+        judge=exact_judge(name),
+        points_unit="chips",
     )
 
 
@@ -154,3 +184,8 @@ PLAYABLE = {EMBERFRONT: EMBERFRONT_GAME, **{name: poker_game(name) for name in G
 
 def game_of(cfg: Config) -> Game:
     return PLAYABLE[cfg.env.game]
+
+
+def game_named(name: str) -> Game:
+    """The game `name` (a checkpoint's fingerprint.checkpoint_game)."""
+    return PLAYABLE[name]

@@ -115,6 +115,12 @@ class MatchReport:
         """The learner's mean return (poker: chips per game)."""
         return float(np.mean([r.reward for r in self.records])) if self.records else 0.0
 
+    def points_row(self) -> dict:
+        """The learner's mean return per game and its 95% normal interval's half-width."""
+        rewards = np.array([r.reward for r in self.records], dtype=np.float64)
+        half = 1.96 * rewards.std(ddof=1) / math.sqrt(len(rewards)) if len(rewards) > 1 else math.inf
+        return {"points_per_game": self.reward_per_game, "points_half_width": float(half)}
+
     @property
     def entropy(self) -> float:
         return self.entropy_sum / max(1, self.learner_decisions)
@@ -284,3 +290,6 @@ class Runner:
     """the bot a league candidate must beat"""
     records: bool
     """whether the replay recorder can record its games (Emberfront's viewer)"""
+    panel: tuple[str, ...]
+    """every scripted player a tool can name (`bot_side` takes each): the training bots and
+    any held out from training"""

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from .atomic import remove_leftover_temp_files
-from .build import build_trainer, policy_config
+from .build import build_trainer, check_env_fits, policy_config
 from .checkpoint import (
     CheckpointError,
     LoadedCheckpoint,
@@ -246,6 +246,7 @@ def rank_log(dist: Dist) -> Callable[[str], None]:
 def run(args: argparse.Namespace, cfg: Config, dist: Dist, device: torch.device, stop: StopSignals) -> int:
     # Rank 0 resolves and validates the checkpoint; a refusal stops every rank with its one line.
     loaded, options = dist.from_main(lambda: load_resume(args, cfg), refusals=(UserInputError,))
+    check_env_fits(cfg)
     # Every input is valid: only now is anything created on disk (by rank 0 alone).
     run_dir, run_id = make_run_dir(cfg, dist)
     logger = dashboard = None

@@ -8,11 +8,26 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
+import psutil
 import pufferlib.vector
 import torch
 
+from .config import ConfigError
 from .env import TCGEnv
 from .rows import RowFormat, game_of, rows_of
+
+
+def check_env_memory(env_class: type, num_games: int, env_kwargs: dict, available: int | None = None) -> None:
+    """Refuses `[env] num_games` whose buffers would not fit in the memory available here, before
+    anything is allocated (a typo of a billion games otherwise dies deep in an allocation)."""
+    available = psutil.virtual_memory().available if available is None else available
+    per_game = env_class.bytes_per_game(env_kwargs)
+    if num_games * per_game > available:
+        raise ConfigError(
+            f"[env] num_games = {num_games:,}: the env's buffers need about "
+            f"{num_games * per_game / 2**30:,.1f} GiB, and this machine has {available / 2**30:,.1f} GiB "
+            f"available; valid: at most {available // per_game:,} games here (e.g. 1024)"
+        )
 
 
 class VecEnv:
@@ -22,6 +37,7 @@ class VecEnv:
     def __init__(self, env_class: type, backend: str, num_envs: int, num_workers: int, env_kwargs: dict):
         """`env_class`: the game's PufferEnv (Emberfront's `TCGEnv`), made with `env_kwargs`."""
         self.env_class, self.backend = env_class, backend
+        check_env_memory(env_class, num_envs * env_kwargs["num_games"], env_kwargs)
         self.noop_action_type: int = env_class.noop_action_type  # the first action integer the noop rate counts
         if backend == "native":
             if num_envs != 1:

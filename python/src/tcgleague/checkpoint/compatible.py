@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..engine.cards import load_card_pool
-from ..fingerprint import CONVERTIBLE_LAYOUTS, action_space_hash, obs_layout_hash, short, versions
+from ..fingerprint import CONVERTIBLE_LAYOUTS, action_space_hash, checkpoint_game, obs_layout_hash, short, versions
 from ..games.rules import EMBERFRONT, GAME_NAMES
 from ..policy.families import TCG
 from .field_types import CheckpointError
@@ -41,7 +41,7 @@ def check_compatible(path: Path, state: dict, fp: dict, policy_config, run_game:
     observation layout, action space or architecture; returns the stored architecture
     (`policy_config` None: the stored one, Emberfront's checked against the code's card count)."""
     where = f"checkpoint {path} is incompatible with this code"
-    game = fp.get("game", EMBERFRONT)
+    game = checkpoint_game(state)
     if game not in GAME_NAMES:
         raise CheckpointError(f"{where}: it plays {game!r}; this code plays {', '.join(GAME_NAMES)}")
     if run_game is not None and game != run_game:

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from ..config.validate import MAX_ATTENTION_LAYERS, MAX_WIDTH
+from ..fingerprint import checkpoint_game
 from ..games.rules import ACTION_WIDTH as POKER_ACTION_WIDTH
 from ..games.rules import EMBERFRONT, GAMES
 from ..layout import ACTION_WIDTH
@@ -137,7 +138,7 @@ def check_fields(state: dict) -> None:
 def _actions_fit_the_game(state: dict) -> None:
     """The running games' last actions are as wide as an action of the checkpoint's game (its
     fingerprint's), on every rank's part."""
-    width = ACTION_WIDTHS.get((state.get("fingerprint") or {}).get("game", EMBERFRONT))
+    width = ACTION_WIDTHS.get(checkpoint_game(state))
     ranks = ((state.get("dist") or {}).get("ranks") or {}).items()
     parts = [("run_state", state.get("run_state"))]
     parts += [(f"dist.ranks.{rank}.run_state", part.get("run_state")) for rank, part in ranks]

@@ -128,6 +128,37 @@ def validate_env(cfg: Config, check: Check) -> None:
         check(e.game == EMBERFRONT, "env", "overlap", f"true needs [env] game = {EMBERFRONT} (the C engine's halves)")
 
 
+# Keys only Emberfront's env and policy read; another game's config that sets one is refused
+# rather than silently run without it.
+EMBERFRONT_KEYS = (
+    ("env", "turn_cap"),
+    ("env", "reward_shaping"),
+    ("env", "deck_pool"),
+    ("env", "num_threads"),
+    ("policy", "card_embed_dim"),
+    ("policy", "entity_dim"),
+    ("policy", "entity_attention_layers"),
+    ("policy", "legal_scorer_dim"),
+    ("policy", "legal_effect_dim"),
+    ("policy", "subaction_temperature_initial"),
+    ("policy", "subaction_temperature_final"),
+)
+
+
+def validate_game_keys(cfg: Config, check: Check) -> None:
+    """Emberfront's keys in another game's config: refused when changed from their defaults."""
+    if cfg.env.game == EMBERFRONT:
+        return
+    defaults = Config()
+    for section, key in EMBERFRONT_KEYS:
+        check(
+            getattr(getattr(cfg, section), key) == getattr(getattr(defaults, section), key),
+            section,
+            key,
+            f"only [env] game = {EMBERFRONT} reads it; [env] game = {cfg.env.game} would ignore it (remove it)",
+        )
+
+
 def validate_vec(cfg: Config, check: Check) -> None:
     """[vec]: a backend and an env/worker split it can run."""
     v = cfg.vec
@@ -324,6 +355,7 @@ def validate_wandb(cfg: Config, check: Check) -> None:
 VALIDATORS: tuple[Callable[[Config, Check], None], ...] = (
     validate_base,
     validate_env,
+    validate_game_keys,
     validate_vec,
     validate_policy,
     validate_train_sizes,

@@ -104,6 +104,12 @@ class PokerPufferEnv(pufferlib.PufferEnv):
     noop_action_type = NO_NOOP
     summarize_episodes = staticmethod(summarize_poker_episodes)
 
+    @staticmethod
+    def bytes_per_game(env_kwargs: dict) -> int:
+        """Memory one game takes, rows and game state: measured 252 bytes (Kuhn) and 542 (Leduc)
+        of process memory per game at 200,000 games; this bound is 1.5x that."""
+        return 24 * rules_named(env_kwargs.get("game", "leduc")).obs_width
+
     def __init__(self, game: str = "leduc", num_games: int = 1, seed: int = 0, buf=None):
         self.rules = rules_named(game)
         self.num_games, self.seed = num_games, seed

@@ -25,6 +25,7 @@ import torch
 from ..actors import PolicyActor
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..checkpoint.files import write_checkpoint
+from ..fingerprint import checkpoint_game
 from ..policy.families import family_of
 from ..policy.family import Policy, Sampler, freeze
 from .manager import LeagueManager
@@ -164,5 +165,5 @@ def load_mixture(path: Path, log=print) -> Mixture:
         members.append((freeze(policy), family.sampler_from_params(entry.get("sampling_params"))))
     if abs(sum(weights) - 1.0) > WEIGHT_TOLERANCE:
         raise CheckpointError(f"{path}: the mixture's weights sum to {sum(weights):.6g}, not 1 ({weights})")
-    game = (loaded.state.get("fingerprint") or {}).get("game", "emberfront")
+    game = checkpoint_game(loaded.state)
     return Mixture(Path(path), game, ids, weights, members)
