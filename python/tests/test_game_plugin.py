@@ -6,7 +6,9 @@ bots and member files."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from rich.console import Console
 
 from helpers.state_compare import assert_same
 from tcgleague import evaluate_checkpoint, exact
+from tcgleague import play as play_cli
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, load_config
+from tcgleague.errors import UserInputError
 from tcgleague.exploit.__main__ import main as exploit_main
 from tcgleague.game import poker_play
 from tcgleague.games.poker_match import ALWAYS_CALL, RANDOM, poker_bot_side
@@ -415,3 +420,25 @@ def test_exploit_refuses_a_config_of_another_game_than_its_targets_and_writes_no
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_person_plays_kuhn_hands_in_words_and_a_wrong_answer_is_asked_again(kuhn_run):
+    _, run_dir = kuhn_run
+    ckpt = str(run_dir / "model_kuhn_000008.pt")
+    answers = iter(["9", "x", *["1"] * 20])
+    console = Console(file=io.StringIO(), width=120)
+    results = play_cli.play(play_cli.parse_args([ckpt, "--games", "3"]), console, lambda _: next(answers))
+    text = console.file.getvalue()
+    assert len(results) == 3 and set(results) <= {-1, 0, 1}
+    assert "enter a number from 1 to 2 (got '9')" in text and "(got 'x')" in text
+    assert "your card:" in text and "pot: 2 chips" in text and "1. check" in text and "agent:" in text
+    assert text.count("hand 3: the agent") == 1 and "the agent's chips over 3 hand(s)" in text
+    watched = play_cli.play(play_cli.parse_args([ckpt, "--opponent", RANDOM, "--games", "2"]), console, None)
+    assert len(watched) == 2 and "random: " in console.file.getvalue()
+    for bad, message in (
+        (["--deck", "ember"], "poker has no decks"),
+        (["--lookahead"], "kuhn has no lookahead"),
+        (["--opponent", "greedy"], "neither a bot (random, call) of kuhn"),
+    ):
+        with pytest.raises(UserInputError, match=re.escape(message)):
+            play_cli.play(play_cli.parse_args([ckpt, *bad]), console, None)

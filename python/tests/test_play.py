@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from tcgleague.checkpoint import load_checkpoint
+from tcgleague.emberfront_play import agent_actor
 from tcgleague.engine.cards import load_card_pool
 from tcgleague.env import TCGEnv
 from tcgleague.layout import legal_actions
-from tcgleague.play import agent_actor
 from tcgleague.words import describe
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,6 +19,7 @@ from typing import Any
 from .checkpoint.files import read_state
 from .config import Config
 from .emberfront_match import EMBERFRONT_RUNNER, evaluate_vs_bots
+from .emberfront_play import play_emberfront
 from .engine.cards import load_card_pool
 from .env import TCGEnv
 from .exact import (
@@ -29,6 +30,7 @@ from .exact import (
     policy_exploitability,
 )
 from .games.poker_match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
+from .games.poker_play import play_poker
 from .games.poker_rows import PokerPufferEnv
 from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS
 from .league.mixture import MixtureEvaluate, is_mixture
@@ -67,6 +69,9 @@ class Game:
     """a checkpoint or league mixture file -> its exact exploitability; None: no exact judge"""
     points_unit: str | None = None
     """what a game's return counts (chips), where it is more than a win or a loss"""
+    play: Callable | None = None
+    """(args, loaded checkpoint, console, read) -> the agent's results: a person plays it in the
+    terminal (play.py)"""
 
 
 def emberfront_env_kwargs(cfg: Config, seed: int) -> dict:
@@ -132,6 +137,7 @@ EMBERFRONT_GAME = Game(
     bots_evaluation,
     EMBERFRONT_RUNNER,
     searches=True,
+    play=play_emberfront,
 )
 
 
@@ -176,6 +182,7 @@ def poker_game(name: str) -> Game:
         f"configs/{name}.ini",
         judge=exact_judge(name),
         points_unit="chips",
+        play=play_poker,
     )
 
 

@@ -1,8 +1,10 @@
-"""`python -m tcgleague.play CKPT [--deck NAME] [--seat 0|1] [--seed S] [--games N] [--reveal]`:
-play a checkpoint in the terminal. The board is drawn at each of your decisions, your legal
-actions are a numbered list in words, and the agent's move is shown with its most likely
-alternatives (cards still in its hand unnamed, unless --reveal).
-`--opponent greedy|random|CKPT` instead watches the agent play that opponent, move by move.
+"""`python -m tcgleague.play CKPT [--seat 0|1] [--seed S] [--games N] [--reveal] [--opponent X]`:
+play a checkpoint in the terminal, in its own game (game.py: Game.play). You see what your seat
+sees at each of your decisions (Emberfront's board, a poker hand's cards, bets and pot), your
+legal actions are a numbered list in words (a wrong answer is asked again), and the agent's move
+is shown with its most likely alternatives (its hidden cards unnamed, unless --reveal).
+`--opponent BOT|CKPT` instead watches the agent play one of its game's bots or another
+checkpoint of that game, move by move. Emberfront only: `--deck NAME` deals you that deck, and
 `--lookahead [W]` makes the agent search a turn ahead (lookahead.py) before each move.
 Ctrl-C or the end of input leaves cleanly. The checkpoint loads through the validated path
 evaluate_checkpoint uses."""
@@ -14,153 +16,44 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-import torch
 from rich.console import Console
-from rich.markup import escape
-from rich.panel import Panel
 
-from .actors import PolicyActor
-from .bots import BOTS, make_bot
-from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
-from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
-from .engine.cards import CardPool, load_card_pool
-from .env import TCGEnv
+from .checkpoint import CheckpointError, load_checkpoint
 from .errors import ArgumentError, entry_point
-from .games.rules import EMBERFRONT
-from .layout import ACTION_WIDTH, DRAW, legal_actions
-from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
-from .match import policy_side
-from .rng import stream_seed
-from .rows import seat_of
-from .words import board_text, describe
-
-TOP_K = 3  # the agent's alternatives shown with its move
+from .fingerprint import checkpoint_game
+from .game import game_named
+from .lookahead import add_lookahead_argument
 
 
-# ---- players ---------------------------------------------------------------------------------------
-def agent_actor(
-    loaded: LoadedCheckpoint, env: TCGEnv, seed: int, name: str, lookahead: float | None = None
-) -> PolicyActor | LookaheadActor:
-    """A checkpoint as an actor for `env`'s rows: the side evaluate_checkpoint plays (with
-    `lookahead`, searching a turn ahead at that value weight)."""
-    side = policy_side(loaded.policy.eval(), checkpoint_sampler(loaded), seed, name=name)
-    return side(env) if lookahead is None else lookahead_side(side, seed, lookahead)(env)
-
-
-def agent_move(
-    actor: PolicyActor | LookaheadActor,
-    obs: np.ndarray,
-    row: int,
-    cards: CardPool,
-    console: Console,
-    label: str,
-    hide_hand: bool,
-):
-    """The agent's action for `row`, printed with its policy's top alternatives (with
-    `hide_hand`, cards it keeps in hand are not named: the move it makes reveals only the card
-    it plays); a lookahead that overrode the sampled move says so."""
-    policy = actor.inner if isinstance(actor, LookaheadActor) else actor
-    if isinstance(actor, LookaheadActor):
-        d, chosen = actor.search(obs, np.array([row]))
-    else:
-        d = actor.decide(torch.as_tensor(obs[row][None], device=actor.device), torch.tensor([row], device=actor.device))
-        chosen = d.actions.cpu().numpy().astype(np.int32)
-    action = chosen[0]
-    legal, count = legal_actions(obs[row][None])
-    logprob = policy.legal_log_probs(torch.as_tensor(obs[row][None], device=policy.device), d.state_h, d.state_c)
-    probs = logprob[0, : int(count[0])].exp().cpu().numpy()
-    top = np.argsort(-probs)[:TOP_K]
-    alternatives = ", ".join(f"{describe(legal[0, i], obs[row], cards, 'its', hide_hand)} {probs[i]:.0%}" for i in top)
-    move = escape(describe(action, obs[row], cards, "its"))
-    if not np.array_equal(action, d.actions[0].cpu().numpy()):
-        move += " (lookahead's choice)"
-    console.print(f"[bold]{label}[/bold]: {move}   [dim](top: {escape(alternatives)})[/dim]")
-    return action
-
-
-def human_move(obs_row: np.ndarray, cards: CardPool, console: Console, read: Callable[[str], str]) -> np.ndarray:
-    legal, count = legal_actions(obs_row[None])
-    n = int(count[0])
-    for i in range(n):
-        console.print(f"  {i + 1:>3}. {describe(legal[0, i], obs_row, cards)}", markup=False)
-    while True:
-        answer = read(f"your move [1-{n}]: ").strip()
-        if answer.isdigit() and 1 <= int(answer) <= n:
-            return legal[0, int(answer) - 1].astype(np.int32)
-        console.print(f"enter a number from 1 to {n} (got {answer!r})", markup=False)
-
-
-# ---- the game loop ---------------------------------------------------------------------------------
 def play(args: argparse.Namespace, console: Console, read: Callable[[str], str]) -> list[int]:
-    """Plays args.games games; returns the agent's results: +1 win, 0 draw, -1 loss."""
-    cards = load_card_pool()
-    loaded = load_checkpoint(args.checkpoint, policy_config=None, game=EMBERFRONT)
-    me = args.seat  # the human's seat, or, watching, the opponent's
-    env = make_env(args, cards, checkpoint_turn_cap(loaded))  # the agent's games are played at its run's cap
-    agent = agent_actor(loaded, env, args.seed, "agent", args.lookahead)
-    opponent = None
-    if args.opponent in BOTS:
-        opponent = make_bot(args.opponent, env, stream_seed(args.seed, "second_side"))
-    elif args.opponent is not None:
-        checkpoint = load_checkpoint(args.opponent, policy_config=None, game=EMBERFRONT)
-        opponent = agent_actor(checkpoint, env, stream_seed(args.seed, "second_side"), "opponent")
-    obs, _ = env.reset(args.seed)
-    results: list[int] = []
-    actions = np.zeros((2, ACTION_WIDTH), dtype=np.int32)
-    human = opponent is None
-    while len(results) < args.games:
-        row = int(np.flatnonzero(env.masks)[0])
-        if seat_of(row) == me:
-            if opponent is None:
-                board = escape(board_text(env, None if args.reveal else 1 - me))
-                console.print(Panel(board, title=f"game {len(results) + 1}"))
-                actions[row] = human_move(obs[row], cards, console, read)
-            elif isinstance(opponent, PolicyActor):
-                actions[row] = agent_move(opponent, obs, row, cards, console, "opponent", hide_hand=False)
-            else:
-                actions[row] = opponent.act(obs, np.array([row]))[0]
-                console.print(f"[bold]{args.opponent}[/bold]: {escape(describe(actions[row], obs[row], cards, 'its'))}")
-        else:
-            actions[row] = agent_move(agent, obs, row, cards, console, "agent", hide_hand=human and not args.reveal)
-        obs, _, terminals, truncations, infos = env.step(actions)
-        if terminals[0] or truncations[0]:
-            winner = infos[0]["winner"]
-            results.append(0 if winner == DRAW else (-1 if winner == me else 1))
-            who = "you" if opponent is None else args.opponent
-            verdict = {-1: f"{who} won", 0: "a draw", 1: "the agent won"}[results[-1]]
-            console.print(f"[bold]game {len(results)}: {verdict}[/bold] ({infos[0]['turns']} turns)")
-            agent.reset_rows(np.arange(2))
-            if isinstance(opponent, PolicyActor):
-                opponent.reset_rows(np.arange(2))
-    return results
-
-
-def make_env(args: argparse.Namespace, cards: CardPool, turn_cap: int) -> TCGEnv:
-    """One game; with --deck the human's (or watched opponent's) seat plays that deck."""
-    pool = None
-    if args.deck is not None:
-        if args.deck not in cards.deck_names:
-            raise ArgumentError(f"--deck {args.deck!r}: not a deck (decks: {', '.join(cards.deck_names)})")
-        pool = {f"seat{args.seat}": [args.deck], f"seat{1 - args.seat}": list(cards.deck_names)}
-    return TCGEnv(num_games=1, seed=args.seed, deck_pool=pool, turn_cap=turn_cap)
+    """Plays args.games games of the checkpoint's game; the agent's results: +1 win, 0 draw, -1 loss."""
+    loaded = load_checkpoint(args.checkpoint, policy_config=None)
+    game = game_named(checkpoint_game(loaded.state))
+    bots = game.runner.bots
+    if args.opponent is not None and args.opponent not in bots and not Path(args.opponent).is_file():
+        raise CheckpointError(
+            f"--opponent {args.opponent}: neither a bot ({', '.join(bots)}) of {game.name} nor a checkpoint file"
+        )
+    if args.lookahead is not None and not game.searches:
+        raise ArgumentError(f"--lookahead searches Emberfront's engine; {game.name} has no lookahead")
+    return game.play(args, loaded, console, read)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python play.py", description=__doc__)
     p.add_argument("checkpoint", help="a model_<run>_<epoch>.pt file: the agent")
     p.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat (default 0)")
-    p.add_argument("--deck", help="your deck (default: dealt at random)")
+    p.add_argument("--deck", help="Emberfront: your deck (default: dealt at random)")
     p.add_argument("--seed", type=int, default=0, help="deals and the agent's sampling (default 0)")
     p.add_argument("--games", type=int, default=1, help="games to play (default 1)")
     p.add_argument("--reveal", action="store_true", help="show the agent's hand")
-    p.add_argument("--opponent", help="watch the agent play greedy | random | another checkpoint, instead of you")
-    add_lookahead_argument(p, "the agent")
+    p.add_argument(
+        "--opponent", help="watch the agent play one of its game's bots (e.g. greedy, call) or another checkpoint"
+    )
+    add_lookahead_argument(p, "the agent (Emberfront)")
     args = p.parse_args(argv)
     if args.games < 1 or args.seed < 0:
         p.error("--games must be >= 1 and --seed >= 0")
-    if args.opponent is not None and args.opponent not in BOTS and not Path(args.opponent).is_file():
-        raise CheckpointError(f"--opponent {args.opponent}: neither a bot ({', '.join(BOTS)}) nor a checkpoint file")
     return args
 
 
