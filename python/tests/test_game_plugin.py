@@ -27,11 +27,16 @@ from tcgleague.config import ConfigError, load_config
 from tcgleague.errors import UserInputError
 from tcgleague.exploit.__main__ import main as exploit_main
 from tcgleague.game import poker_play
-from tcgleague.games.poker_match import ALWAYS_CALL, RANDOM, poker_bot_side
+from tcgleague.games.poker_match import ALWAYS_CALL, POKER_BOTS, RANDOM, poker_bot_side
 from tcgleague.games.poker_rows import PokerPufferEnv
 from tcgleague.games.rules import GAMES, KUHN, LEDUC, NUM_ACTIONS
+from tcgleague.league.matchmaking import LEARNER
 from tcgleague.match import policy_side
 from tcgleague.policy.flat import FlatPolicyConfig, FlatSampler, build_flat_policy
+from tcgleague.replay.__main__ import main as replay_main
+from tcgleague.report import load_run
+from tcgleague.report.__main__ import main as report_main
+from tcgleague.report.figures import payoff_ids
 from tcgleague.rows import RowFormat, finished_games, game_of
 from tcgleague.vecenv import check_env_memory
 
@@ -262,6 +267,11 @@ def test_a_kuhn_league_plays_its_own_bots_and_members_and_resumes_exactly(tmp_pa
     assert load_checkpoint(members[0]).policy_config.family == "flat_lstm"
     metrics = [json.loads(x) for x in (run_a / "metrics.jsonl").read_text().splitlines()]
     assert metrics[-1]["league/bot_fraction"] > 0 and "eval/exploitability" in metrics[-1]
+    run = load_run(run_a)  # the report orders and draws poker's own bots as bots, not members
+    assert run.bots == POKER_BOTS
+    ids = payoff_ids(run.league, run.bots)
+    assert ids[: 1 + len(POKER_BOTS)] == [LEARNER, *POKER_BOTS] and all(i.startswith("e") for i in ids[3:]), ids
+    assert report_main([str(run_a)]) == 0 and (run_a / "report" / "payoff.png").is_file()
     resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
     assert train_cli.main([*KUHN_LEAGUE, "--base.experiments-dir", str(base), *resume]) == 0
     (run_b,) = [p for p in base.iterdir() if p.is_dir() and p != run_a]
@@ -381,7 +391,6 @@ def test_evaluate_checkpoint_plays_a_kuhn_checkpoint_against_its_bots_and_judges
     for bad, message in (
         (["--opponent", "greedy"], "neither a bot of kuhn (random, call)"),
         (["--lookahead"], "kuhn has no lookahead"),
-        (["--replays", "2"], "does not draw kuhn games"),
     ):
         capsys.readouterr()
         assert evaluate_checkpoint.main([ckpt, "--episodes", "10", *bad]) == 2
@@ -442,3 +451,26 @@ def test_a_person_plays_kuhn_hands_in_words_and_a_wrong_answer_is_asked_again(ku
     ):
         with pytest.raises(UserInputError, match=re.escape(message)):
             play_cli.play(play_cli.parse_args([ckpt, *bad]), console, None)
+
+
+def test_kuhn_hands_are_recorded_for_the_viewer_from_each_deciders_seat(kuhn_run, tmp_path, capsys):
+    _, run_dir = kuhn_run
+    ckpt = str(run_dir / "model_kuhn_000008.pt")
+    assert replay_main([ckpt, "--games", "4", "--out", str(tmp_path / "out")]) == 0
+    document = json.loads((tmp_path / "out" / "replays.json").read_text())
+    assert (tmp_path / "out" / "viewer.html").is_file() and len(document["games"]) == 4
+    for game in document["games"]:
+        assert set(game["players"]) == {"model_kuhn_000008", ALWAYS_CALL} and game["winner"] in (0, 1, None)
+        for step in game["steps"]:
+            board = [game["strings"][i] for i in step["b"]]
+            assert board[0] == f"you are seat {step['s']}; your card: {game['decks'][step['s']]}"
+            words = [game["strings"][i] for i in step["l"]]
+            assert set(words) in ({"check", "bet"}, {"fold", "call"}) and 0 <= step["a"] < len(words)
+            if game["players"][step["s"]] == ALWAYS_CALL:
+                assert "p" not in step and words[step["a"]] in ("check", "call")
+            else:
+                assert sum(p for _, p in step["p"]) == pytest.approx(1.0, abs=0.01) and "v" in step
+    assert (
+        evaluate_checkpoint.main([ckpt, "--episodes", "8", "--replays", "2", "--replays-out", str(tmp_path / "e")]) == 0
+    )
+    assert len(json.loads((tmp_path / "e" / "replays.json").read_text())["games"]) == 2

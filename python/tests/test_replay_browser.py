@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tcgleague import train as train_cli
 from tcgleague.replay import __main__ as replay_cli
 from tcgleague.replay.viewer import REPLAYS_FILE, VIEWER_FILE, read_replays
 
@@ -110,5 +111,40 @@ def test_the_viewer_shows_the_recorded_game_step_by_step_and_switches_games(brow
     SCREENSHOT.parent.mkdir(exist_ok=True)
     assert browser.save_screenshot(str(SCREENSHOT))
 
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+    assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def poker_recording(tmp_path_factory) -> Path:
+    """A short Kuhn run's checkpoint, four of its hands against the caller recorded."""
+    base = tmp_path_factory.mktemp("kuhn")
+    small = ["--env.num-games", "64", "--train.batch-size", "1024", "--train.minibatch-size", "256"]
+    run = [
+        "--config",
+        str(ROOT / "configs" / "kuhn.ini"),
+        "--train.total-timesteps",
+        "2048",
+        "--train.eval-interval",
+        "0",
+    ]
+    assert train_cli.main([*run, *small, "--base.experiments-dir", str(base)]) == 0
+    (checkpoint,) = base.glob("*/model_*.pt")
+    out = tmp_path_factory.mktemp("poker_viewer")
+    assert replay_cli.main([str(checkpoint), "--games", "4", "--out", str(out)]) == 0
+    return out
+
+
+def test_the_viewer_shows_a_poker_hand_from_each_deciders_seat(browser, poker_recording):
+    from selenium.webdriver.common.keys import Keys
+
+    games = read_replays(poker_recording / REPLAYS_FILE)["games"]
+    browser.get((poker_recording / VIEWER_FILE).as_uri())
+    first = games[0]
+    for k in range(len(first["steps"])):
+        page = shown(browser)
+        assert {key: page[key] for key in ("board", "move", "bars")} == recorded(first, k), f"decision {k}"
+        assert "your card:" in page["board"] and "pot:" in page["board"]
+        press(browser, Keys.ARROW_RIGHT)
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
     assert not errors, errors

@@ -185,7 +185,7 @@ def test_the_payoff_heatmap_reads_rows_as_the_first_id_vs_the_second():
     league = {"payoff": [["e1", "greedy", 3.0, 0.0, 4.0], ["greedy", "e1", 1.0, 0.0, 4.0]], "members": []}
     run = RunData(Path("run"), [{"global_step": 1}], league)
     fig = payoff(run)
-    ids = payoff_ids(league)
+    ids = payoff_ids(league, run.bots)
     rates = fig.axes[0].images[0].get_array()
     assert ids == ["greedy", "e1"]
     assert rates[ids.index("e1"), ids.index("greedy")] == 0.75 and rates[ids.index("greedy"), ids.index("e1")] == 0.25

@@ -40,7 +40,7 @@ from .game import Game, game_named
 from .league.mixture import is_mixture, load_mixture, mixture_side
 from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import ActorFactory, MatchRecorder, policy_side
-from .replay import ReplayRecorder, replay_document, write_replays
+from .replay import replay_document, write_replays
 from .replay.viewer import RUN_REPLAYS
 from .report.panels import log_evaluation
 from .rng import stream_seed
@@ -62,12 +62,12 @@ def evaluate_loaded(
     """Evaluates a loaded checkpoint in its game's matches; returns the JSON-ready report
     (match.MatchReport.summary plus what was evaluated). `opponent` is one of the game's bots
     (Runner.panel) or a checkpoint path; with `lookahead` (a value weight) the checkpoint
-    searches a turn ahead. A `recorder` (replay.ReplayRecorder) records games of the very match
-    played."""
+    searches a turn ahead. A `recorder` (the game's: Game.recorder) records games of the very
+    match played."""
     game = checkpoint_of_game(loaded)
     if lookahead is not None and not game.searches:
         raise ArgumentError(f"--lookahead searches Emberfront's engine; {game.name} has no lookahead")
-    if recorder is not None and not game.runner.records:
+    if recorder is not None and game.recorder is None:
         raise ArgumentError(f"--replays: the replay viewer does not draw {game.name} games yet")
     sampler = checkpoint_sampler(loaded, temperature)
     learner = policy_side(loaded.policy.eval(), sampler, seed, argmax)
@@ -140,7 +140,7 @@ def replays_dir(args: argparse.Namespace, loaded: LoadedCheckpoint) -> Path:
     return loaded.path.resolve().parent / RUN_REPLAYS / name
 
 
-def save_replays(report: dict, recorder: ReplayRecorder, out: Path) -> Path:
+def save_replays(report: dict, recorder: MatchRecorder, out: Path) -> Path:
     """The games `recorder` recorded during the evaluation `report` as `out/replays.json` and
     `out/viewer.html`; the viewer's path."""
     about = {k: report[k] for k in ("checkpoint", "opponent", "global_step", "seed", "turn_cap", "lookahead")}
@@ -334,7 +334,8 @@ def main(argv: list[str] | None = None) -> int:
         report = evaluate_panel(loaded, args.panel_member, args.episodes, args.seed, **options)
         print_panel(report)
     else:
-        recorder = ReplayRecorder(args.replays, replay_names(args.checkpoint, args.opponent)) if args.replays else None
+        names = replay_names(args.checkpoint, args.opponent)
+        recorder = game.recorder(args.replays, names) if args.replays and game.recorder else None
         report = evaluate_loaded(loaded, args.opponent, args.episodes, args.seed, recorder=recorder, **options)
         print_report(report)
         if args.replays:

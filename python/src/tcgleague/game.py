@@ -31,15 +31,17 @@ from .exact import (
 )
 from .games.poker_match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
 from .games.poker_play import play_poker
+from .games.poker_replay import PokerReplayRecorder
 from .games.poker_rows import PokerPufferEnv
 from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS
 from .league.mixture import MixtureEvaluate, is_mixture
-from .match import Runner, play_duplicate
+from .match import MatchRecorder, Runner, play_duplicate
 from .policy.families import FAMILIES, FLAT, TCG, PolicyFamily
 from .policy.family import Policy, Sampler
 from .policy.flat import FlatPolicyConfig, FlatSampler
 from .policy.tcg_policy import PolicyConfig
 from .policy.tcg_sampler import TCGSampler
+from .replay import ReplayRecorder
 
 Evaluate = Callable[[Policy, Sampler, int], dict]  # (policy, sampler, the evaluation's seed) -> eval/* metrics
 
@@ -72,6 +74,8 @@ class Game:
     play: Callable | None = None
     """(args, loaded checkpoint, console, read) -> the agent's results: a person plays it in the
     terminal (play.py)"""
+    recorder: Callable[[int, tuple[str, str]], MatchRecorder] | None = None
+    """(games, the two players' names) -> a match recorder for the replay viewer; None: none"""
 
 
 def emberfront_env_kwargs(cfg: Config, seed: int) -> dict:
@@ -138,6 +142,7 @@ EMBERFRONT_GAME = Game(
     EMBERFRONT_RUNNER,
     searches=True,
     play=play_emberfront,
+    recorder=ReplayRecorder,
 )
 
 
@@ -154,8 +159,8 @@ def poker_play(name: str) -> Callable:
     """The poker runner as `Runner.play`: `play_duplicate` on the game's table (no turn cap:
     a poker game ends within a few bets)."""
 
-    def play(learner, opponent, episodes: int, seed: int, parallel: int = 256, turn_cap=None):
-        return play_duplicate(PokerTable(name), learner, opponent, episodes, seed, parallel)
+    def play(learner, opponent, episodes: int, seed: int, parallel: int = 256, turn_cap=None, recorder=None):
+        return play_duplicate(PokerTable(name), learner, opponent, episodes, seed, parallel, recorder)
 
     return play
 
@@ -183,6 +188,7 @@ def poker_game(name: str) -> Game:
         judge=exact_judge(name),
         points_unit="chips",
         play=play_poker,
+        recorder=lambda games, names: PokerReplayRecorder(GAMES[name], games, names),
     )
 
 

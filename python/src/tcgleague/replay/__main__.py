@@ -1,7 +1,7 @@
-"""`python -m tcgleague.replay CKPT [--opponent greedy|random|lookahead_greedy|CKPT] [--games N]
---out DIR [--lookahead [W]] [--seed S] [--argmax]`: plays a checkpoint's games and records every
-decision of both seats into DIR/replays.json and DIR/viewer.html, a page that needs nothing but
-a browser (open it from the file system).
+"""`python -m tcgleague.replay CKPT [--opponent BOT|CKPT] [--games N] --out DIR [--lookahead [W]]
+[--seed S] [--argmax]`: plays a checkpoint's games (Emberfront's, or Leduc / Kuhn poker hands) and
+records every decision of both seats into DIR/replays.json and DIR/viewer.html, a page that
+needs nothing but a browser (open it from the file system).
 
 The games are an evaluation match exactly as `evaluate_checkpoint` plays it (the same sides,
 deals, turn cap and sampler; the duplicate format, so N is rounded up to whole deals of two),
@@ -13,19 +13,20 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..bots import SCRIPTED
 from ..checkpoint import load_checkpoint
 from ..errors import ArgumentError, entry_point
-from ..evaluate_checkpoint import evaluate_loaded, replay_names, save_replays
-from ..games.rules import EMBERFRONT
+from ..evaluate_checkpoint import checkpoint_of_game, evaluate_loaded, replay_names, save_replays
 from ..lookahead import add_lookahead_argument
-from .record import ReplayRecorder
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m tcgleague.replay", description=__doc__)
     p.add_argument("checkpoint", help="a model_<run>_<epoch>.pt file: the agent")
-    p.add_argument("--opponent", default="greedy", help=f"{' | '.join(SCRIPTED)} | another checkpoint (default greedy)")
+    p.add_argument(
+        "--opponent",
+        help="one of the checkpoint's game's bots (Emberfront: random | greedy | lookahead_greedy; Leduc, Kuhn: "
+        "random | call) or another checkpoint (default: the game's baseline, greedy or call)",
+    )
     p.add_argument("--games", type=int, default=4, help="games to play and record (whole deals of 2; default 4)")
     p.add_argument("--out", type=Path, required=True, help="folder for replays.json and viewer.html (made if missing)")
     p.add_argument("--seed", type=int, default=0, help="deals and sampling (default 0)")
@@ -42,9 +43,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 @entry_point("replay")
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    loaded = load_checkpoint(args.checkpoint, policy_config=None, game=EMBERFRONT)
+    loaded = load_checkpoint(args.checkpoint, policy_config=None)
+    game = checkpoint_of_game(loaded)
+    if game.recorder is None:
+        raise ArgumentError(f"the replay viewer does not draw {game.name} games")
+    args.opponent = args.opponent or game.runner.baseline
     games = 2 * -(-args.games // 2)
-    recorder = ReplayRecorder(games, replay_names(args.checkpoint, args.opponent))
+    recorder = game.recorder(games, replay_names(args.checkpoint, args.opponent))
     options = dict(argmax=args.argmax, lookahead=args.lookahead, parallel=games, recorder=recorder)
     report = evaluate_loaded(loaded, args.opponent, games, args.seed, **options)
     viewer = save_replays(report, recorder, args.out)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ArgumentError
+from ..fingerprint import checkpoint_game
+from ..game import EMBERFRONT_GAME, game_named
 from ..league.events import EVENTS_FILE, read_events
 from ..league.manager import STATE_FILE
 from ..logger import METRICS_FILE
@@ -26,6 +28,7 @@ class RunData:
     replays: dict | None = None  # the run's newest recorded games, capped (replay.viewer.combined_replays)
     events: list[dict] = field(default_factory=list)  # league/events.jsonl, the league's history
     exploits: dict[str, list[dict]] = field(default_factory=dict)  # file stem -> a best response's curve
+    bots: tuple[str, ...] = EMBERFRONT_GAME.runner.bots  # the run's game's bots (its checkpoints say which game)
 
     def decisions(self) -> list[dict]:
         """The promotion decisions, oldest first: the event log's (every one), else the state
@@ -127,7 +130,20 @@ def load_run(run_dir: Path, evaluation_files: list[Path] = ()) -> RunData:
             exploits[path.stem] = curve
     league, events = read_league(run_dir), read_events(run_dir / "league" / EVENTS_FILE)
     replays = combined_replays(run_dir)
-    return RunData(run_dir, read_metrics(metrics_path), league, evaluations, replays, events, exploits)
+    bots = game_named(run_game(run_dir)).runner.bots
+    return RunData(run_dir, read_metrics(metrics_path), league, evaluations, replays, events, exploits, bots)
+
+
+def run_game(run_dir: Path) -> str:
+    """The game a run plays: its newest checkpoint sidecar's fingerprint says (none: Emberfront)."""
+    for path in sorted(run_dir.glob("model_*.json"), reverse=True):
+        try:
+            sidecar = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(sidecar, dict) and isinstance(sidecar.get("fingerprint"), dict):
+            return checkpoint_game(sidecar)
+    return checkpoint_game({})
 
 
 # ---- the league's promotion decisions, as the HTML table and the W&B table show them -------------

@@ -14,7 +14,6 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..bots import BOTS
 from ..league.matchmaking import LEARNER
 from ..scoring import score, wilson_interval
 from .data import RunData
@@ -135,11 +134,11 @@ def exact_exploitability(run: RunData) -> Figure | None:
 
 
 # ---- league ---------------------------------------------------------------------------------------
-def payoff_ids(league: dict) -> list[str]:
+def payoff_ids(league: dict, bots: tuple[str, ...]) -> list[str]:
     """Heatmap order: the learner, the bots, then members oldest first (who the payoff knows)."""
     known = {row[0] for row in league["payoff"]} | {row[1] for row in league["payoff"]}
     members = [m["id"] for m in sorted(league.get("members", []), key=lambda m: m["order"])]
-    ordered = [LEARNER, *BOTS, *members]
+    ordered = [LEARNER, *bots, *members]
     return [i for i in ordered if i in known] + sorted(known - set(ordered))
 
 
@@ -147,7 +146,7 @@ def payoff(run: RunData) -> Figure | None:
     """Decayed win rate of each row vs each column (draws half), annotated; blank where they never met."""
     if not run.league or not run.league.get("payoff"):
         return None
-    ids = payoff_ids(run.league)
+    ids = payoff_ids(run.league, run.bots)
     index = {who: i for i, who in enumerate(ids)}
     rates = np.full((len(ids), len(ids)), np.nan)
     for a, b, wins, draws, games in run.league["payoff"]:  # ratings.Payoff rows: a's decayed results vs b
@@ -187,12 +186,12 @@ def ratings(run: RunData) -> Figure | None:
         return None
     fig, ax = new_figure()
     ids = [k.removeprefix("league/rating_mu/") for k in keys]
-    members = [who for who in ids if who not in BOTS]
+    members = [who for who in ids if who not in run.bots]
     shades = colormaps["viridis"](np.linspace(0.0, 0.9, max(1, len(members))))  # oldest dark, newest light
     for who in ids:
         steps, mu, sigma = run.series(f"league/rating_mu/{who}", f"league/rating_sigma/{who}")
         mu, sigma = np.array(mu), np.array(sigma)
-        bot = who in BOTS
+        bot = who in run.bots
         color = "black" if bot else shades[members.index(who)]
         ax[0, 0].plot(steps, mu, label=who, color=color, ls="--" if bot else "-")
         ax[0, 0].fill_between(steps, mu - 3 * sigma, mu + 3 * sigma, alpha=0.06, color=color)
@@ -223,7 +222,7 @@ def nash_weights(run: RunData) -> Figure | None:
 def pool_timeline(run: RunData) -> Figure | None:
     """When each member was in the pool: the epochs its rating was reported."""
     members = [k.removeprefix("league/rating_mu/") for k in run.keys("league/rating_mu/")]
-    members = [m for m in members if m not in BOTS]
+    members = [m for m in members if m not in run.bots]
     if not members:
         return None
     fig, ax = new_figure()
