@@ -22,7 +22,7 @@ $(SETUP_STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt --upgrade pip setuptools wheel
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt numpy gymnasium pettingzoo wandb rich openskill matplotlib psutil pytest ruff==0.17.6 selenium
+	$(PIP) install -q -c constraints.txt numpy gymnasium pettingzoo wandb rich openskill matplotlib psutil pytest pytest-xdist ruff==0.17.6 selenium
 	$(PIP) install -q --no-deps pufferlib-core==3.0.23
 	$(PIP) install -q --no-deps --no-build-isolation -e .
 	touch $@
@@ -62,9 +62,11 @@ lint: setup
 	$(VENV)/bin/ruff format --check python tools
 
 # The suite without the tests marked slow (each tens of seconds to minutes: compilation, multi-rank
-# runs, training runs), under 10 minutes on 2 cores; `make test-slow` runs those, and CI runs both.
+# runs, training runs), under 5 minutes on 2 cores; `make test-slow` runs those, and CI runs both.
+# TEST_WORKERS pytest-xdist processes, a test file to each (its module fixtures built once).
+TEST_WORKERS ?= 2
 test: setup peer exact lint
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 test-slow: setup peer exact
 	$(PY) -m pytest -q -m slow

@@ -199,6 +199,7 @@ def test_a_refused_input_under_torchrun_is_the_summary_root_cause_without_a_trac
     assert "Traceback" not in summary and not (tmp_path / "exp").exists(), "nothing is created"
 
 
+@pytest.mark.slow  # fast set: a refused input under torchrun, a failing rank
 def test_a_damaged_league_state_stops_every_rank_with_the_same_error(league, tmp_path):
     base, _ = league
     (run_a,) = run_dirs(base)
@@ -245,6 +246,7 @@ def test_a_rank_killed_mid_epoch_ends_the_job_naming_it(tmp_path):
     load_checkpoint(run_dir / "model_smoke_000001.pt", run_state=True, log=lambda m: None)
 
 
+@pytest.mark.slow  # fast set: a failing rank, a killed rank
 def test_a_hung_rank_fails_the_job_after_the_collective_timeout(tmp_path):
     start = time.monotonic()
     proc = torchrun(

@@ -281,6 +281,7 @@ def test_a_kuhn_league_plays_its_own_bots_and_members_and_resumes_exactly(tmp_pa
     assert a["league"]["league"]["matchmaker"] == b["league"]["league"]["matchmaker"]
 
 
+@pytest.mark.slow  # fast set: test_meta_nash (a Kuhn league judged exactly), test_bench_learn
 def test_bench_learn_judges_a_poker_league_and_its_self_play_exactly(tmp_path):
     out = tmp_path / "learn.json"
     cmd = [sys.executable, "-m", "tcgleague.bench", "learn", "--league", "--config", "configs/leduc.ini"]

@@ -14,6 +14,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 
 CHILD = textwrap.dedent("""
@@ -35,6 +37,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # fast set: test_structure (no import cycle, read from the source)
 def test_every_module_imports_first_in_a_fresh_interpreter():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(

@@ -924,6 +924,7 @@ def test_resume_with_a_running_game_vs_a_member_whose_file_is_gone(tmp_path):
     assert league.matchmaker.opponent_ids() == [SELF, "e2"] and any("e1 cannot be loaded" in x for x in logs)
 
 
+@pytest.mark.slow  # fast set: test_league_evaluation (background vs inline)
 def test_bench_league_times_a_candidates_evaluation_matches(tmp_path):
     """`bench league` on the smoke config: besides the two throughputs, one candidate's
     evaluation matches were played - eval_games vs the champion and vs greedy - and timed, and

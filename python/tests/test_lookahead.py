@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from tcgleague import evaluate_checkpoint
 from tcgleague.bots import make_bot, random_actions
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.emberfront_play import agent_actor
@@ -265,7 +266,8 @@ def test_evaluate_checkpoint_with_lookahead_reports_the_search(checkpoint, tmp_p
 
 
 @pytest.mark.parametrize("weight", ["0", "-1", "nan", "inf"])
-def test_evaluate_checkpoint_refuses_a_bad_lookahead_weight(checkpoint, weight):
-    proc = evaluate(str(checkpoint), "--episodes", "2", f"--lookahead={weight}")
-    assert proc.returncode == 2 and "--lookahead W must be a finite number > 0" in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr
+def test_evaluate_checkpoint_refuses_a_bad_lookahead_weight(checkpoint, weight, capsys):
+    with pytest.raises(SystemExit) as exited:  # argparse's refusal: one usage line and the message
+        evaluate_checkpoint.main([str(checkpoint), "--episodes", "2", f"--lookahead={weight}"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "--lookahead W must be a finite number > 0" in err and "Traceback" not in err

@@ -69,6 +69,7 @@ def test_a_moved_run_directory_resumes_exactly_and_leaves_its_source_untouched(m
     assert on_disk == named, "the files the final checkpoint does not name are gone"
 
 
+@pytest.mark.slow  # fast set: a moved run directory and a missing member resume
 def test_a_run_killed_after_a_retirement_without_a_checkpoint_resumes_exactly(moved, tmp_path):
     """A checkpoint every 2 epochs; SIGKILL at the start of epoch 4's update, after epoch 3 retired
     members the epoch-2 checkpoint names: their files are still there, and the resume is exact."""

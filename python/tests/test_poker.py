@@ -167,7 +167,7 @@ def test_state_dict_round_trip_continues_exactly(rules):
         PokerEnv(rules, 8).load_state_dict(saved)
 
 
-@pytest.mark.parametrize("rules", [KUHN, LEDUC], ids=lambda r: r.name)
+@pytest.mark.parametrize("rules", [pytest.param(KUHN, marks=pytest.mark.slow), LEDUC], ids=lambda r: r.name)
 def test_bench_engine_random_play_agrees_with_openspiels_exact_value(rules, tmp_path):
     """`bench engine --game`: the env's random-legal games come to seat 0's exact expected return
     under uniform random play (OpenSpiel's), within four standard errors; and the speed is timed."""

@@ -54,7 +54,9 @@ def straight(tmp_path_factory) -> dict:
     return final_state(base)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1], ids=["SIGTERM", "SIGUSR1"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, pytest.param(signal.SIGUSR1, marks=pytest.mark.slow)], ids=["SIGTERM", "SIGUSR1"]
+)  # SIGUSR1 (slow) takes SIGTERM's path
 def test_a_signal_mid_run_checkpoints_that_epoch_and_the_resume_ends_as_the_uninterrupted_run(
     straight, tmp_path, monkeypatch, capfd, sig
 ):

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -185,11 +183,6 @@ def test_the_page_embeds_its_data_so_no_text_can_close_the_script():
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "") and "https://" not in page, "no network"
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "tcgleague.replay", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
-
-
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -197,11 +190,12 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         (["--opponent", "nobody"], "replay: checkpoint refused: --opponent nobody: neither a bot"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(smoke_checkpoint, tmp_path, args, message):
+def test_bad_input_is_one_line_and_exit_2(smoke_checkpoint, tmp_path, args, message, capsys):
     argv = args if args[0].endswith(".pt") else [str(smoke_checkpoint), *args, "--out", str(tmp_path / "out")]
-    proc = run_cli(*argv)
-    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+    assert replay_cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
 
 
 def test_bad_replay_flags_of_evaluate_checkpoint_are_refused(smoke_checkpoint, capsys):

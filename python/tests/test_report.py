@@ -133,6 +133,7 @@ def test_a_failing_report_never_stops_training(tmp_path, monkeypatch, capsys):
     assert (run_dir / "model_smoke_000001.pt").is_file()
 
 
+@pytest.mark.slow  # fast set: the league report, the W&B smoke run
 def test_a_wandb_league_run_logs_the_payoff_heatmap_decisions_and_ratings(tmp_path, monkeypatch):
     monkeypatch.delenv("WANDB_API_KEY", raising=False)
     monkeypatch.delenv("WANDB_MODE", raising=False)
