@@ -20,7 +20,10 @@ from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.checkpoint.files import read_state
 from tcgleague.emberfront_match import EMBERFRONT_RUNNER
+from tcgleague.exploit.__main__ import main as exploit_main
+from tcgleague.exploit.target_side import actor_state, load_actor_state, load_target
 from tcgleague.game import PLAYABLE
+from tcgleague.games.poker_rows import PokerPufferEnv
 from tcgleague.games.rules import EMBERFRONT, GAMES
 from tcgleague.league.manager import LeagueManager
 from tcgleague.league.meta_nash import exploitability, payoff_matrix, solve_symmetric
@@ -191,7 +194,8 @@ def test_a_kuhn_league_delivers_its_nash_mixture_and_resumes_exactly(tmp_path, c
 
 def test_evaluate_checkpoint_plays_an_emberfront_mixture_and_single_policy_tools_refuse_it(tmp_path, capsys):
     """On Emberfront a mixture plays by drawing a member per game (evaluate_checkpoint, its panel
-    too); play, replay and exploit, which play one policy, refuse the file in one line, exit 2."""
+    too, and replay, which records its games); play, a person against one policy, refuses the file
+    in one line, exit 2."""
     cfg = league_cfg(deliverable="nash_mixture")
     mgr = LeagueManager(cfg, tmp_path / "league", play=Scripted(), log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     ingest_tiny(mgr, "m0", seed=0)
@@ -206,11 +210,12 @@ def test_evaluate_checkpoint_plays_an_emberfront_mixture_and_single_policy_tools
     assert report["episodes"] == 8 and report["checkpoint"] == str(path), report.keys()
     with pytest.raises(CheckpointError, match="is a league mixture"):
         load_checkpoint(path)
-    for tool, extra in ((play_cli.main, []), (replay_cli.main, ["--out", str(tmp_path / "replays")])):
-        capsys.readouterr()
-        assert tool([str(path), *extra]) == 2
-        err = capsys.readouterr().err.strip()
-        assert "is a league mixture" in err and len(err.splitlines()) == 1
+    capsys.readouterr()
+    assert play_cli.main([str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is a league mixture" in err and len(err.splitlines()) == 1
+    assert replay_cli.main([str(path), "--opponent", "random", "--games", "2", "--out", str(tmp_path / "r")]) == 0
+    assert len(json.loads((tmp_path / "r" / "replays.json").read_text())["games"]) == 2
     capsys.readouterr()
     assert evaluate_checkpoint.main([str(path), "--lookahead", "1.0", "--episodes", "2"]) == 2
     assert "take one policy" in capsys.readouterr().err
@@ -233,3 +238,29 @@ def test_the_meta_game_is_in_points_not_win_rate():
     old = Payoff(decay=1.0)
     old.load_state_dict(payoff.state_dict())  # a state saved before points: wins - losses
     assert old.points_per_game("nit", "maniac") == pytest.approx(-0.4)
+
+
+def test_a_best_response_trains_against_a_kuhn_mixture_and_its_target_resumes_exactly(tmp_path, capsys):
+    """exploit takes a league mixture as its target (one member drawn per game), judged exactly as
+    the mixture; the target's state - each row's member, the draws' stream, every member's rows -
+    round-trips, so an exact resume continues every game as the uninterrupted run would."""
+    _, path = two_members(tmp_path, (0.5, 0.5))
+    small = ["--train.batch-size", "1024", "--train.minibatch-size", "256", "--env.num-games", "64"]
+    argv = [str(path), "--steps", "2048", "--eval-every", "0", "--curve-games", "20", "--games", "40", *small]
+    out = tmp_path / "br.json"
+    assert exploit_main([*argv, "--base.experiments-dir", str(tmp_path / "runs"), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["game"] == "kuhn" and report["final"]["games"] == 40
+    assert report["exact"]["exploitability"] == pytest.approx(exact.mixture_exploitability(path).exploitability)
+    target = load_target(str(path), "kuhn")
+    env = PokerPufferEnv("kuhn", num_games=4, seed=0)
+    obs, _ = env.reset(0)
+    a, b = target.side(5, torch.device("cpu"))(env), target.side(6, torch.device("cpu"))(env)
+    rows = np.arange(env.num_agents)
+    a.reset_rows(rows)
+    a.act(obs, rows)
+    load_actor_state(b, actor_state(a), 6)
+    assert np.array_equal(a.member, b.member) and np.array_equal(a.act(obs, rows), b.act(obs, rows))
+    capsys.readouterr()
+    assert exploit_main([str(path), "--init", "target", "--base.experiments-dir", str(tmp_path / "x")]) == 2
+    assert "is a league mixture" in capsys.readouterr().err and not (tmp_path / "x").exists()

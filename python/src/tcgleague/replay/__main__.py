@@ -43,7 +43,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 @entry_point("replay")
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    loaded = load_checkpoint(args.checkpoint, policy_config=None)
+    loaded = load_checkpoint(args.checkpoint, policy_config=None, mixture_ok=True)
     game = checkpoint_of_game(loaded)
     if game.recorder is None:
         raise ArgumentError(f"the replay viewer does not draw {game.name} games")
