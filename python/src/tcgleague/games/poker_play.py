@@ -10,7 +10,6 @@ import argparse
 from collections.abc import Callable
 
 import numpy as np
-import torch
 from rich.console import Console
 from rich.panel import Panel
 
@@ -23,30 +22,27 @@ from ..match import policy_side
 from ..rng import stream_seed
 from ..rows import seat_of
 from .poker_match import poker_bot
+from .poker_replay import policy_view
 from .poker_rows import PokerPufferEnv
-from .poker_words import action_word, card_name, hand_text
-from .rules import ACTION_WIDTH, FOLD, NUM_ACTIONS, PokerRules, rules_named
+from .poker_words import action_word, card_name, hand_text, legal_actions
+from .rules import ACTION_WIDTH, FOLD, PokerRules, rules_named
 
 
 def action_probabilities(actor: PolicyActor, obs: np.ndarray, row: int) -> tuple[int, np.ndarray]:
     """The agent's action for `row` and its probability of each action (0 where illegal)."""
-    obs_t = torch.as_tensor(obs[row][None], device=actor.device)
-    d = actor.decide(obs_t, torch.tensor([row], device=actor.device))
-    policy = actor.policy
-    with torch.no_grad():
-        out, _ = policy.step(policy.encode(obs_t)[0], (d.state_h, d.state_c))
-        logp, _ = actor.sampler.log_probs(policy, out, obs_t, actor.default_params)
-    return int(d.actions[0, 0]), logp[0].exp().cpu().numpy()
+    action = int(actor.act(obs, np.array([row]))[0, 0])
+    probs, _ = policy_view(actor, obs[[row]], np.array([0]))
+    return action, probs[0]
 
 
 def agent_says(rules: PokerRules, obs_row: np.ndarray, action: int, probs: np.ndarray) -> str:
-    legal = [a for a in range(NUM_ACTIONS) if obs_row[rules.legal_offset + a]]
+    legal = legal_actions(rules, obs_row)
     shown = ", ".join(f"{action_word(rules, obs_row, a)} {probs[a]:.0%}" for a in legal)
     return f"{action_word(rules, obs_row, action)}   (its policy: {shown})"
 
 
 def human_action(rules: PokerRules, obs_row: np.ndarray, console: Console, read: Callable[[str], str]) -> int:
-    legal = [a for a in range(NUM_ACTIONS) if obs_row[rules.legal_offset + a]]
+    legal = legal_actions(rules, obs_row)
     for i, a in enumerate(legal, 1):
         console.print(f"  {i}. {action_word(rules, obs_row, a)}", markup=False)
     while True:

@@ -19,8 +19,8 @@ from ..actors import Actor, PolicyActor
 from ..match import GameRecord
 from ..replay.record import DIGITS, Strings
 from ..rows import game_of, seat_of
-from .poker_words import action_word, card_name, hand_text
-from .rules import NUM_ACTIONS, PokerRules
+from .poker_words import action_word, card_name, hand_text, legal_actions
+from .rules import PokerRules
 
 
 @dataclass
@@ -68,7 +68,7 @@ class PokerReplayRecorder:
         view = policy_view(actor, obs[rows[picked]], np.array(picked))
         for k, i in enumerate(picked):
             row, tape = obs[rows[i]], self.tapes[self.slot_tape[int(game_of(rows[i]))]]
-            legal = [a for a in range(NUM_ACTIONS) if row[self.rules.legal_offset + a]]
+            legal = legal_actions(self.rules, row)
             step = {
                 "s": int(seat_of(rows[i])),
                 "b": tape.strings.ids(hand_text(self.rules, row).splitlines()),

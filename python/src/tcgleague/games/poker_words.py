@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .openspiel import row_bets, row_cards
-from .rules import CALL, FOLD, RAISE, SEATS, PokerRules
+from .rules import CALL, FOLD, NUM_ACTIONS, RAISE, SEATS, PokerRules
 
 RANKS = "JQK"  # rank r of the deck: card // num_suits (OpenSpiel's numbering)
 SUITS = "sh"  # Leduc's two copies of each rank, as spades and hearts
@@ -16,6 +16,11 @@ SUITS = "sh"  # Leduc's two copies of each rank, as spades and hearts
 def card_name(rules: PokerRules, card: int) -> str:
     rank = RANKS[card // rules.num_suits]
     return rank if rules.num_suits == 1 else rank + SUITS[card % rules.num_suits]
+
+
+def legal_actions(rules: PokerRules, row: np.ndarray) -> list[int]:
+    """The actions legal in `row`, ascending (its legal mask's set entries)."""
+    return [a for a in range(NUM_ACTIONS) if row[rules.legal_offset + a]]
 
 
 def action_word(rules: PokerRules, row: np.ndarray, action: int) -> str:
