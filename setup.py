@@ -1,11 +1,11 @@
-"""Builds the Emberfront C engine as tcgleague.engine._tcg (CPU only; no CUDA is ever involved)."""
+"""Builds the Emberfront C engine as tcgleague.games.emberfront.engine._tcg (CPU only; no CUDA is ever involved)."""
 from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.errors import CompileError, LinkError
 
-ENGINE = Path("python/src/tcgleague/engine")
+ENGINE = Path("python/src/tcgleague/games/emberfront/engine")
 SOURCES = ["rules.c", "actions.c", "observe.c", "env.c", "greedy.c", "lookahead.c", "render.c", "position.c", "layout.c", "binding.c"]
 LTO = "-flto"
 
@@ -32,7 +32,7 @@ setup(
     cmdclass={"build_ext": BuildEngine},
     ext_modules=[
         Extension(
-            "tcgleague.engine._tcg",
+            "tcgleague.games.emberfront.engine._tcg",
             sources=[str(ENGINE / s) for s in SOURCES],
             include_dirs=[str(ENGINE)],
             depends=[str(header) for header in sorted(ENGINE.glob("*.h"))],  # a header change rebuilds too

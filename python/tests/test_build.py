@@ -31,10 +31,10 @@ BROKEN_LTO_GCC = textwrap.dedent("""\
 
 PLAY = textwrap.dedent("""\
     import numpy as np
-    import tcgleague.engine
-    from tcgleague.bots import random_actions
-    from tcgleague.env import TCGEnv
-    assert tcgleague.engine.__file__.startswith(__import__("sys").argv[1]), tcgleague.engine.__file__
+    import tcgleague.games.emberfront.engine
+    from tcgleague.games.emberfront.bots import random_actions
+    from tcgleague.games.emberfront.env import TCGEnv
+    assert tcgleague.games.emberfront.engine.__file__.startswith(__import__("sys").argv[1]), tcgleague.games.emberfront.engine.__file__
     env = TCGEnv(num_games=8, seed=1)
     obs, _ = env.reset()
     rng = np.random.default_rng(0)

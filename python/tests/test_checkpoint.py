@@ -21,8 +21,8 @@ from tcgleague import train as train_cli
 from tcgleague.build import build_trainer
 from tcgleague.checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, save_checkpoint
 from tcgleague.config import load_config
-from tcgleague.env import TCGEnv
-from tcgleague.layout import PASS
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.layout import PASS
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.train import checkpoint_writer
 from tcgleague.trainer import Trainer
@@ -237,20 +237,20 @@ def test_changed_source_warns_and_strict_refuses_naming_the_file(straight, tmp_p
     _, run_a = straight
 
     def edit(s):
-        s["fingerprint"]["source_hashes"]["policy/tcg_sampler.py"] = "0" * 64
+        s["fingerprint"]["source_hashes"]["games/emberfront/sampler.py"] = "0" * 64
 
     path = tampered(ckpt(run_a, 1), tmp_path / "model_smoke_000001.pt", edit)
     loaded = load_checkpoint(path)
-    assert len(loaded.warnings) == 1 and "policy/tcg_sampler.py" in loaded.warnings[0]
+    assert len(loaded.warnings) == 1 and "games/emberfront/sampler.py" in loaded.warnings[0]
     assert "WARNING" in capsys.readouterr().out
-    with pytest.raises(CheckpointError, match=r"--resume-strict.*policy/tcg_sampler\.py"):
+    with pytest.raises(CheckpointError, match=r"--resume-strict.*games/emberfront/sampler\.py"):
         load_checkpoint(path, strict=True)
     resume_err, eval_err = refusal(
         capsys,
         [*COMMON, "--base.experiments-dir", str(tmp_path), "--resume-checkpoint", str(path), "--resume-strict"],
         [str(path), "--strict", "--episodes", "2"],
     )
-    assert "policy/tcg_sampler.py" in resume_err
+    assert "games/emberfront/sampler.py" in resume_err
     assert resume_err.split("checkpoint refused: ")[1] == eval_err.split("checkpoint refused: ")[1]
 
 
@@ -342,11 +342,11 @@ def test_max_checkpoints_is_enforced_and_latest_is_the_newest(idle_trainer, tmp_
     sidecar = json.loads((run_dir / "model_smoke_000005.json").read_text())
     fp = sidecar["fingerprint"]
     assert {
-        "engine/rules.c",
-        "engine/tcg.h",
-        "engine/cards.json",
-        "policy/tcg_policy.py",
-        "policy/tcg_sampler.py",
+        "games/emberfront/engine/rules.c",
+        "games/emberfront/engine/tcg.h",
+        "games/emberfront/engine/cards.json",
+        "games/emberfront/policy.py",
+        "games/emberfront/sampler.py",
         "trainer.py",
         "rollout.py",
         "ppo.py",
@@ -466,7 +466,7 @@ def test_engine_state_round_trips_and_rejects_bad_bytes():
     env = TCGEnv(num_games=4, seed=9)
     obs, _ = env.reset()
     rng = np.random.default_rng(0)
-    from tcgleague.bots import random_actions
+    from tcgleague.games.emberfront.bots import random_actions
 
     for _ in range(30):
         obs, *_ = env.step(random_actions(obs, rng))
@@ -495,8 +495,8 @@ def test_engine_state_round_trips_and_rejects_bad_bytes():
 def test_member_file_from_before_members_were_checkpoints_still_loads(tmp_path):
     """Old league member files ({policy, policy_config, sampling_params, step, epoch}) load through
     load_checkpoint as legacy files (weights_only, a warning), with their step as global_step."""
-    from tcgleague.engine.cards import load_card_pool
-    from tcgleague.policy import PolicyConfig, build_policy
+    from tcgleague.games.emberfront.engine.cards import load_card_pool
+    from tcgleague.games.emberfront.policy import PolicyConfig, build_policy
 
     config = PolicyConfig(n_cards=load_card_pool().n_cards, hidden_size=32)
     policy = build_policy(config, seed=3)

@@ -26,18 +26,18 @@ import torch
 from helpers.float32_rows import float32_rows
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague import train as train_cli
-from tcgleague.bots import random_actions
 from tcgleague.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, save_policy, write_checkpoint
 from tcgleague.checkpoint import convert as checkpoint_cli
 from tcgleague.config import load_config
-from tcgleague.emberfront_match import EMBERFRONT_RUNNER
-from tcgleague.engine import LAYOUT
-from tcgleague.env import TCGEnv
 from tcgleague.fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
-from tcgleague.games.rules import EMBERFRONT
+from tcgleague.games.emberfront import policy as tcg_policy
+from tcgleague.games.emberfront.bots import random_actions
+from tcgleague.games.emberfront.engine import LAYOUT
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER
+from tcgleague.games.poker.rules import EMBERFRONT
 from tcgleague.league import LeagueManager
 from tcgleague.league.members import MemberStore
-from tcgleague.policy import tcg_policy
 
 SMOKE = "configs/smoke.ini"
 BASE_ARGS = ["--config", SMOKE, "--train.eval-interval", "0", "--train.checkpoint-interval", "1"]
@@ -883,8 +883,8 @@ def test_every_out_of_range_byte_of_a_game_is_rejected_naming_its_field():
 FUZZ = textwrap.dedent(
     """
     import numpy as np
-    from tcgleague.bots import greedy_actions, random_actions
-    from tcgleague.env import IllegalActionError, TCGEnv
+    from tcgleague.games.emberfront.bots import greedy_actions, random_actions
+    from tcgleague.games.emberfront.env import IllegalActionError, TCGEnv
 
     env = TCGEnv(num_games=4, seed=9)
     obs, _ = env.reset()

@@ -24,8 +24,8 @@ from tcgleague.actors import PolicyActor
 from tcgleague.build import build_trainer
 from tcgleague.config import load_config
 from tcgleague.devices import compile_mode_for, resolve_device
-from tcgleague.layout import ACTION_WIDTH, OBS_BYTES
-from tcgleague.policy.tcg_sampler import draw_uniforms
+from tcgleague.games.emberfront.layout import ACTION_WIDTH, OBS_BYTES
+from tcgleague.games.emberfront.sampler import draw_uniforms
 from tcgleague.ppo import STAT_NAMES, PPOUpdater, UpdateSettings
 from tcgleague.rows import RowFormat
 from tcgleague.trainer import Trainer

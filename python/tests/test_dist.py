@@ -21,11 +21,11 @@ from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.devices import loss_compile_mode
 from tcgleague.dist import SINGLE, Dist, merge_rank_metrics, weights_digest
-from tcgleague.emberfront_match import EMBERFRONT_RUNNER
-from tcgleague.engine.cards import load_card_pool
-from tcgleague.games.rules import EMBERFRONT
+from tcgleague.games.emberfront.engine.cards import load_card_pool
+from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER
+from tcgleague.games.emberfront.policy import PolicyConfig, build_policy
+from tcgleague.games.poker.rules import EMBERFRONT
 from tcgleague.league import LeagueManager
-from tcgleague.policy.tcg_policy import PolicyConfig, build_policy
 from tcgleague.scoring import Tally
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tcgleague.bots import greedy_actions, random_actions
 from tcgleague.config import ConfigError, load_config
-from tcgleague.env import TCGEnv
+from tcgleague.games.emberfront.bots import greedy_actions, random_actions
+from tcgleague.games.emberfront.env import TCGEnv
 
 
 def play(num_threads: int, steps: int = 1500, games: int = 96, seed: int = 11):

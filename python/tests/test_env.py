@@ -16,10 +16,10 @@ import pufferlib.vector
 import pytest
 
 from helpers.float32_rows import float32_rows
-from tcgleague.bots import greedy_actions, random_actions
-from tcgleague.engine import LAYOUT
-from tcgleague.engine.cards import DEFAULT_CARDS, CardDataError, load_card_pool
-from tcgleague.env import (
+from tcgleague.games.emberfront.bots import greedy_actions, random_actions
+from tcgleague.games.emberfront.engine import LAYOUT
+from tcgleague.games.emberfront.engine.cards import DEFAULT_CARDS, CardDataError, load_card_pool
+from tcgleague.games.emberfront.env import (
     EPISODE_FIELDS,
     OBS_SIZE,
     IllegalActionError,
@@ -28,7 +28,7 @@ from tcgleague.env import (
     action_space,
     observation_space,
 )
-from tcgleague.layout import EFFECTS, LEGAL, OBS_BYTES, features_np, legal_actions, legal_counts
+from tcgleague.games.emberfront.layout import EFFECTS, LEGAL, OBS_BYTES, features_np, legal_actions, legal_counts
 
 L = LAYOUT
 COUNT = L["legal_count_offset"]
@@ -461,7 +461,7 @@ def test_vector_multiprocessing_backend():
     # In a subprocess with a timeout: a worker that dies would leave recv() spinning forever.
     code = textwrap.dedent(f"""
         import pufferlib.vector
-        from tcgleague.env import TCGEnv
+        from tcgleague.games.emberfront.env import TCGEnv
         from test_env import drive_vecenv
         kw = {ENV_KWARGS!r}
         mp = pufferlib.vector.make(TCGEnv, backend=pufferlib.vector.Multiprocessing, num_envs=2, num_workers=2,

@@ -16,8 +16,8 @@ from open_spiel.python import policy as openspiel_policy  # noqa: E402
 from open_spiel.python.algorithms import cfr, exploitability  # noqa: E402
 
 from tcgleague.exact import decision_rows, load_table, main, measure, rows_policy, table_of, table_policy  # noqa: E402
-from tcgleague.games.openspiel import info_state_string, openspiel_action  # noqa: E402
-from tcgleague.games.rules import KUHN, LEDUC, NUM_ACTIONS  # noqa: E402
+from tcgleague.games.poker.openspiel import info_state_string, openspiel_action  # noqa: E402
+from tcgleague.games.poker.rules import KUHN, LEDUC, NUM_ACTIONS  # noqa: E402
 
 # OpenSpiel's uniform random policy: NashConv 11/12 in Kuhn, about 4.747 in Leduc (chips per game)
 UNIFORM_NASH_CONV = {"kuhn": (0.916, 0.917), "leduc": (4.74, 4.75)}

@@ -10,11 +10,11 @@ import torch
 from torch._dynamo.utils import counters
 
 from tcgleague.actors import PolicyActor
-from tcgleague.env import TCGEnv
-from tcgleague.layout import features, legal_from_obs
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.layout import features, legal_from_obs
+from tcgleague.games.emberfront.policy import PolicyConfig, TCGPolicy, build_policy
+from tcgleague.games.emberfront.sampler import UNIFORM_WIDTH, TCGSampler
 from tcgleague.league.frozen_pool import FrozenPool, bucket_size
-from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy, build_policy
-from tcgleague.policy.tcg_sampler import UNIFORM_WIDTH, TCGSampler
 from tcgleague.rows import RowFormat
 
 CPU = torch.device("cpu")

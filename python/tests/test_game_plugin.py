@@ -27,9 +27,9 @@ from tcgleague.config import ConfigError, load_config
 from tcgleague.errors import UserInputError
 from tcgleague.exploit.__main__ import main as exploit_main
 from tcgleague.game import poker_play
-from tcgleague.games.poker_match import ALWAYS_CALL, POKER_BOTS, RANDOM, poker_bot_side
-from tcgleague.games.poker_rows import PokerPufferEnv
-from tcgleague.games.rules import GAMES, KUHN, LEDUC, NUM_ACTIONS
+from tcgleague.games.poker.match import ALWAYS_CALL, POKER_BOTS, RANDOM, poker_bot_side
+from tcgleague.games.poker.rows import PokerPufferEnv
+from tcgleague.games.poker.rules import GAMES, KUHN, LEDUC, NUM_ACTIONS
 from tcgleague.league.matchmaking import LEARNER
 from tcgleague.match import policy_side
 from tcgleague.policy.flat import FlatPolicyConfig, FlatSampler, build_flat_policy

@@ -16,15 +16,17 @@ import torch
 
 from tcgleague import train as train_cli
 from tcgleague.bench.__main__ import main as bench_main
-from tcgleague.bots import BOTS, GREEDY, RANDOM, random_actions, training_bots
 from tcgleague.build import build_trainer
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.dist import SINGLE
-from tcgleague.emberfront_match import EMBERFRONT_RUNNER, bot_side, play_match
-from tcgleague.env import TCGEnv
-from tcgleague.games.rules import EMBERFRONT
-from tcgleague.layout import ACTION_WIDTH, DRAW, OBS_BYTES
+from tcgleague.games.emberfront.bots import BOTS, GREEDY, RANDOM, random_actions, training_bots
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.layout import ACTION_WIDTH, DRAW, OBS_BYTES
+from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER, bot_side, play_match
+from tcgleague.games.emberfront.policy import PolicyConfig, TCGPolicy
+from tcgleague.games.emberfront.sampler import TCGSampler
+from tcgleague.games.poker.rules import EMBERFRONT
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.frozen_pool import FrozenPool
 from tcgleague.league.manager import STATE_FILE
@@ -34,8 +36,6 @@ from tcgleague.league.members import MemberStore
 from tcgleague.league.promotion import decide, retain_ids
 from tcgleague.league.ratings import Payoff, interleave
 from tcgleague.opponent_side import Origin
-from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
-from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.rows import RowFormat, rows_of
 from tcgleague.scoring import Tally

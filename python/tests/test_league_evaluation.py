@@ -13,19 +13,19 @@ import pytest
 import torch
 
 from helpers.state_compare import assert_same
-from tcgleague.bots import GREEDY, training_bots
 from tcgleague.build import build_trainer
 from tcgleague.checkpoint import FieldError, load_checkpoint
 from tcgleague.checkpoint.league_fields import pending_evaluation
 from tcgleague.config import ConfigError, load_config
 from tcgleague.devices import league_evaluation
 from tcgleague.dist import SINGLE
-from tcgleague.emberfront_match import EMBERFRONT_RUNNER
-from tcgleague.env import TCGEnv
-from tcgleague.games.rules import EMBERFRONT
+from tcgleague.games.emberfront.bots import GREEDY, training_bots
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER
+from tcgleague.games.emberfront.sampler import TCGSampler
+from tcgleague.games.poker.rules import EMBERFRONT
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.epoch import LeagueEpoch
-from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.rows import RowFormat
 from tcgleague.train import checkpoint_writer

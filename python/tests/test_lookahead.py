@@ -17,14 +17,22 @@ import pytest
 import torch
 
 from tcgleague import evaluate_checkpoint
-from tcgleague.bots import make_bot, random_actions
 from tcgleague.checkpoint import load_checkpoint
-from tcgleague.emberfront_play import agent_actor
-from tcgleague.engine import LAYOUT, position
-from tcgleague.env import TCGEnv
 from tcgleague.evaluate_checkpoint import evaluate_loaded
-from tcgleague.layout import COUNT, EFFECTS, MAX_LEGAL, N_EFFECTS, OBS_BYTES, features_np, legal_actions
-from tcgleague.lookahead import STATUS, LookaheadActor
+from tcgleague.games.emberfront.bots import make_bot, random_actions
+from tcgleague.games.emberfront.engine import LAYOUT, position
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.layout import (
+    COUNT,
+    EFFECTS,
+    MAX_LEGAL,
+    N_EFFECTS,
+    OBS_BYTES,
+    features_np,
+    legal_actions,
+)
+from tcgleague.games.emberfront.lookahead import STATUS, LookaheadActor
+from tcgleague.games.emberfront.play import agent_actor
 
 ROOT = Path(__file__).resolve().parents[2]
 GLOBAL = LAYOUT["global_offset"]

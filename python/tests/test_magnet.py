@@ -12,9 +12,9 @@ import torch
 
 from helpers.state_compare import assert_same
 from tcgleague import train as train_cli
+from tcgleague.games.emberfront.sampler import TCGSampler
 from tcgleague.magnet import Magnet, magnet_kl, split, uniform_stages
 from tcgleague.policy.flat import FlatPolicyConfig, FlatSampler, build_flat_policy
-from tcgleague.policy.tcg_sampler import TCGSampler
 from tcgleague.ppo import COEF_NAMES, PPOLoss, unroll
 from test_game_plugin import KUHN_RUN
 from test_ppo import data, sampled, sequence  # noqa: F401 (a fixture)

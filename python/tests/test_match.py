@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 import torch
 
-from tcgleague.bots import GREEDY, RANDOM
 from tcgleague.checkpoint import load_checkpoint
-from tcgleague.emberfront_match import bot_side, make_deals, play_match
-from tcgleague.env import TCGEnv
+from tcgleague.games.emberfront.bots import GREEDY, RANDOM
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.match import bot_side, make_deals, play_match
+from tcgleague.games.emberfront.policy import PolicyConfig, TCGPolicy
+from tcgleague.games.emberfront.sampler import TCGSampler
 from tcgleague.match import policy_side
-from tcgleague.policy.tcg_policy import PolicyConfig, TCGPolicy
-from tcgleague.policy.tcg_sampler import TCGSampler
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

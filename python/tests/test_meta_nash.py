@@ -19,12 +19,12 @@ from tcgleague import play as play_cli
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.checkpoint.files import read_state
-from tcgleague.emberfront_match import EMBERFRONT_RUNNER
 from tcgleague.exploit.__main__ import main as exploit_main
 from tcgleague.exploit.target_side import actor_state, load_actor_state, load_target
 from tcgleague.game import PLAYABLE
-from tcgleague.games.poker_rows import PokerPufferEnv
-from tcgleague.games.rules import EMBERFRONT, GAMES
+from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER
+from tcgleague.games.poker.rows import PokerPufferEnv
+from tcgleague.games.poker.rules import EMBERFRONT, GAMES
 from tcgleague.league.manager import LeagueManager
 from tcgleague.league.meta_nash import exploitability, payoff_matrix, solve_symmetric
 from tcgleague.league.mixture import MIXTURE_FILE, load_mixture, write_mixture

@@ -11,12 +11,12 @@ import torch
 
 from helpers.state_compare import assert_same
 from helpers.trainers import SMOKE, collect, smoke_trainer
-from tcgleague.bots import random_actions
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.config import ConfigError, load_config
 from tcgleague.devices import env_parts
 from tcgleague.dist import weights_digest
-from tcgleague.env import TCGEnv
+from tcgleague.games.emberfront.bots import random_actions
+from tcgleague.games.emberfront.env import TCGEnv
 from tcgleague.resume import ResumeOptions, apply_resume
 from tcgleague.rows import rows_of
 from tcgleague.train import checkpoint_writer

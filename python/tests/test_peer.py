@@ -13,7 +13,7 @@ import torch
 
 from tcgleague.bench.peers.pufferl_policy import MASKED, PeerLSTM, puff_advantage
 from tcgleague.bench.peers.shared import LegalIndexActor, SnapshotLog, evaluate_vs_greedy, sample_masked
-from tcgleague.layout import COUNT, COUNT_BYTES, MAX_LEGAL, OBS_BYTES, legal_counts
+from tcgleague.games.emberfront.layout import COUNT, COUNT_BYTES, MAX_LEGAL, OBS_BYTES, legal_counts
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -14,11 +14,11 @@ import torch
 
 from tcgleague import play as play_cli
 from tcgleague.checkpoint import load_checkpoint
-from tcgleague.emberfront_play import agent_actor
-from tcgleague.engine.cards import load_card_pool
-from tcgleague.env import TCGEnv
-from tcgleague.layout import legal_actions
-from tcgleague.words import describe
+from tcgleague.games.emberfront.engine.cards import load_card_pool
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.layout import legal_actions
+from tcgleague.games.emberfront.play import agent_actor
+from tcgleague.games.emberfront.words import describe
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,10 +7,17 @@ import torch
 
 from helpers.policy_data import make_policy, rollout_obs, zero_state
 from tcgleague.actors import PolicyStep
-from tcgleague.engine import LAYOUT
-from tcgleague.layout import OBS_BYTES, OBS_SIZE, effects_from_obs, features, features_np, legal_from_obs
-from tcgleague.policy import PolicyConfig, TCGSampler, gather_rows
-from tcgleague.policy.tcg_sampler import draw_uniforms
+from tcgleague.games.emberfront.engine import LAYOUT
+from tcgleague.games.emberfront.layout import (
+    OBS_BYTES,
+    OBS_SIZE,
+    effects_from_obs,
+    features,
+    features_np,
+    legal_from_obs,
+)
+from tcgleague.games.emberfront.policy import PolicyConfig, gather_rows
+from tcgleague.games.emberfront.sampler import TCGSampler, draw_uniforms
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,9 @@ import torch
 
 from helpers.policy_data import make_policy, rollout_obs
 from helpers.trainers import collect, smoke_trainer
-from tcgleague.layout import legal_from_obs
+from tcgleague.games.emberfront.layout import legal_from_obs
+from tcgleague.games.emberfront.sampler import TCGSampler
 from tcgleague.magnet import Magnet
-from tcgleague.policy import TCGSampler
 from tcgleague.ppo import STAT_NAMES, PPOLoss, PPOUpdater, UpdateSettings, lr_lambda, unroll
 from tcgleague.trainer import Trainer
 

@@ -16,10 +16,10 @@ import pytest
 from tcgleague import evaluate_checkpoint as eval_cli
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
-from tcgleague.emberfront_match import Deal, bot_side, deal_game, play_match
-from tcgleague.engine.position import read_position
-from tcgleague.env import TCGEnv
-from tcgleague.layout import DRAW, legal_actions, legal_tuples
+from tcgleague.games.emberfront.engine.position import read_position
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.layout import DRAW, legal_actions, legal_tuples
+from tcgleague.games.emberfront.match import Deal, bot_side, deal_game, play_match
 from tcgleague.match import policy_side
 from tcgleague.replay import __main__ as replay_cli
 from tcgleague.replay.record import FORMAT, record_match

@@ -13,8 +13,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from tcgleague.engine import LAYOUT
-from tcgleague.engine.position import (
+from tcgleague.games.emberfront.engine import LAYOUT
+from tcgleague.games.emberfront.engine.position import (
     BOARD_SLOTS,
     FRONT_SLOTS,
     LEADER_SLOT,
@@ -24,8 +24,8 @@ from tcgleague.engine.position import (
     unit,
     write_position,
 )
-from tcgleague.env import TCGEnv
-from tcgleague.layout import features_np
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.layout import features_np
 
 A = LAYOUT["action_types"]
 G = LAYOUT["entity_groups"]
@@ -935,7 +935,7 @@ def test_random_play_never_exceeds_the_legal_bound():
     env = TCGEnv(num_games=16, seed=3)
     obs, _ = env.reset()
     rng = np.random.default_rng(0)
-    from tcgleague.bots import random_actions
+    from tcgleague.games.emberfront.bots import random_actions
 
     seen_max = 0
     for _ in range(400):

@@ -5,11 +5,11 @@ import math
 import pytest
 import torch
 
-from tcgleague.engine import LAYOUT
-from tcgleague.env import TCGEnv
-from tcgleague.layout import effects_from_obs, features, legal_from_obs
-from tcgleague.policy import PolicyConfig, TCGSampler, build_policy
-from tcgleague.policy.tcg_sampler import UNIFORM_WIDTH
+from tcgleague.games.emberfront.engine import LAYOUT
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.layout import effects_from_obs, features, legal_from_obs
+from tcgleague.games.emberfront.policy import PolicyConfig, build_policy
+from tcgleague.games.emberfront.sampler import UNIFORM_WIDTH, TCGSampler
 
 NT, NA, NB, NC = LAYOUT["n_action_types"], LAYOUT["n_a"], LAYOUT["n_b"], LAYOUT["n_c"]
 L = LAYOUT["max_legal"]

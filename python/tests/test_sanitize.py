@@ -3,7 +3,7 @@
 (`make sanitize`).
 
 The engine sources are compiled into tmp_path with -fsanitize=address,undefined and loaded in a
-subprocess as `tcgleague.engine._tcg` in place of the optimised build; the ASan runtime is
+subprocess as `tcgleague.games.emberfront.engine._tcg` in place of the optimised build; the ASan runtime is
 preloaded because the Python interpreter itself is not instrumented."""
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ MIN_DECISIONS = 1_000_000
 DRIVER = textwrap.dedent("""
     import importlib.util, sys
     so = sys.argv[1]
-    spec = importlib.util.spec_from_file_location("tcgleague.engine._tcg", so)
+    spec = importlib.util.spec_from_file_location("tcgleague.games.emberfront.engine._tcg", so)
     module = importlib.util.module_from_spec(spec)
-    sys.modules["tcgleague.engine._tcg"] = module
+    sys.modules["tcgleague.games.emberfront.engine._tcg"] = module
     spec.loader.exec_module(module)
     import numpy as np
-    import tcgleague.engine
-    assert tcgleague.engine.Engine is module.Engine, "the sanitized build was not the one imported"
-    from tcgleague.bots import greedy_actions, random_actions
-    from tcgleague.env import IllegalActionError, TCGAECEnv, TCGEnv
+    import tcgleague.games.emberfront.engine
+    assert tcgleague.games.emberfront.engine.Engine is module.Engine, "the sanitized build was not the one imported"
+    from tcgleague.games.emberfront.bots import greedy_actions, random_actions
+    from tcgleague.games.emberfront.env import IllegalActionError, TCGAECEnv, TCGEnv
 
     decisions = 0
     rng = np.random.default_rng(0)
@@ -49,8 +49,8 @@ DRIVER = textwrap.dedent("""
     assert episodes > 1000, episodes
     # 2. greedy bot in both seats, then greedy vs random, short turn cap (truncations); lookaheads
     env = TCGEnv(num_games=64, seed=2, turn_cap=8)
-    next_obs = np.zeros((tcgleague.engine.LAYOUT["max_legal"], tcgleague.engine.LAYOUT["obs_bytes"]), np.uint8)
-    status = np.zeros(tcgleague.engine.LAYOUT["max_legal"], np.int8)
+    next_obs = np.zeros((tcgleague.games.emberfront.engine.LAYOUT["max_legal"], tcgleague.games.emberfront.engine.LAYOUT["obs_bytes"]), np.uint8)
+    status = np.zeros(tcgleague.games.emberfront.engine.LAYOUT["max_legal"], np.int8)
     obs, _ = env.reset()
     for step in range(300):
         if step % 2:

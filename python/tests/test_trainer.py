@@ -19,8 +19,8 @@ from helpers.wandb_records import read_wandb_records
 from tcgleague import train as train_cli
 from tcgleague import trainer as trainer_module
 from tcgleague.checkpoint import list_checkpoints
-from tcgleague.engine import LAYOUT
-from tcgleague.layout import ACTION_WIDTH, OBS_BYTES, OBS_SIZE, features_np
+from tcgleague.games.emberfront.engine import LAYOUT
+from tcgleague.games.emberfront.layout import ACTION_WIDTH, OBS_BYTES, OBS_SIZE, features_np
 from tcgleague.ppo import lr_lambda
 
 COUNT = LAYOUT["legal_count_offset"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tcgleague.bench.peers.versus_bot import VersusBot
-from tcgleague.layout import COUNT, MAX_LEGAL
+from tcgleague.games.emberfront.layout import COUNT, MAX_LEGAL
 
 
 def play_episode(env: VersusBot, rng: np.random.Generator) -> tuple[float, int, int]:

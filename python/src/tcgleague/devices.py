@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from .config import Config, LeagueSection
-from .games.rules import EMBERFRONT
+from .games.poker.rules import EMBERFRONT
 
 
 def resolve_device(name: str, local_rank: int | None = None) -> torch.device:

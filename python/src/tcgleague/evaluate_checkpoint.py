@@ -37,8 +37,8 @@ from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .errors import ArgumentError, entry_point, output_file, write_report
 from .fingerprint import checkpoint_game
 from .game import Game, game_named
+from .games.emberfront.lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .league.mixture import is_mixture, load_mixture, mixture_side
-from .lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .match import ActorFactory, MatchRecorder, policy_side
 from .replay import replay_document, write_replays
 from .replay.viewer import RUN_REPLAYS

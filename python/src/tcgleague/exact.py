@@ -35,9 +35,9 @@ from .checkpoint.deployed import checkpoint_sampler
 from .checkpoint.files import load_checkpoint, read_state, verify_archive
 from .errors import UserInputError, entry_point, output_file, write_report
 from .fingerprint import checkpoint_game
-from .games.openspiel import openspiel_action, our_action
-from .games.poker import PokerEnv
-from .games.rules import GAMES, NUM_ACTIONS, PokerRules
+from .games.poker.env import PokerEnv
+from .games.poker.openspiel import openspiel_action, our_action
+from .games.poker.rules import GAMES, NUM_ACTIONS, PokerRules
 from .league.mixture import is_mixture, load_mixture
 from .policy.family import Policy, Sampler, freeze
 

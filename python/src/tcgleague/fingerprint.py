@@ -1,8 +1,8 @@
 """Fingerprints stored in checkpoints: what defines a checkpoint's behaviour.
 
 - `source_hashes`: SHA-256 of every behaviour-defining source file, keyed by its path inside the
-  package: the engine (`engine/*.c`, `engine/*.h`, `engine/cards.json`), the policy and sampler,
-  the recurrence and layout, the trainer, the rollout buffer and the PPO loss. A changed file
+  package: each game's engine or rules, layout and policy family (`games/emberfront/engine/*.c`,
+  `games/poker/rules.py`, ...), the recurrence, the trainer, the rollout buffer and the PPO loss. A changed file
   means a resumed run may not behave like the one that wrote the checkpoint (a sampler or
   scheduler change can make an old checkpoint collapse on resume), so resume warns, and refuses
   under --resume-strict.
@@ -25,34 +25,65 @@ import numpy as np
 import torch
 
 from . import __version__
-from .engine import LAYOUT
-from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS
+from .games.emberfront.engine import LAYOUT
+from .games.poker.rules import EMBERFRONT, GAMES, NUM_ACTIONS
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Behaviour-defining sources, relative to the package directory (globs allowed).
 SOURCE_PATTERNS = (
-    "engine/*.c",
-    "engine/*.h",
-    "engine/cards.json",
-    "policy/tcg_policy.py",
+    "games/emberfront/engine/*.c",
+    "games/emberfront/engine/*.h",
+    "games/emberfront/engine/cards.json",
+    "games/emberfront/policy.py",
+    "games/emberfront/features.py",
+    "games/emberfront/attention.py",
+    "games/emberfront/layout.py",
+    "games/emberfront/sampler.py",
+    "games/poker/rules.py",
+    "games/poker/env.py",
+    "games/poker/rows.py",
     "policy/family.py",
-    "policy/features.py",
-    "policy/attention.py",
+    "policy/flat.py",
+    "policy/sampling.py",
     "recurrent.py",
     "actors.py",
-    "layout.py",
-    "policy/tcg_sampler.py",
     "trainer.py",
     "rollout.py",
     "transfer.py",
     "ppo.py",
     "magnet.py",
-    "policy/flat.py",
-    "policy/sampling.py",
-    "games/rules.py",
-    "games/poker.py",
-    "games/poker_rows.py",
 )
+# Where a source file lived before the games moved into games/<game>/ (2026-11-28): a checkpoint
+# written before keys its hashes by the old paths, read here as the new ones, so the files that
+# did not change are not reported as gone and new.
+MOVED_SOURCES = {
+    **{
+        f"engine/{name}": f"games/emberfront/engine/{name}"
+        for name in (
+            "actions.c",
+            "binding.c",
+            "cards.json",
+            "env.c",
+            "greedy.c",
+            "layout.c",
+            "lookahead.c",
+            "observe.c",
+            "position.c",
+            "render.c",
+            "rules.c",
+            "rules_internal.h",
+            "tcg.h",
+        )
+    },
+    "policy/tcg_policy.py": "games/emberfront/policy.py",
+    "policy/features.py": "games/emberfront/features.py",
+    "policy/attention.py": "games/emberfront/attention.py",
+    "layout.py": "games/emberfront/layout.py",
+    "policy/tcg_sampler.py": "games/emberfront/sampler.py",
+    "games/rules.py": "games/poker/rules.py",
+    "games/poker.py": "games/poker/env.py",
+    "games/poker_rows.py": "games/poker/rows.py",
+}
 ACTION_SPACE_KEYS = (
     "n_action_types",
     "n_a",
@@ -157,7 +188,9 @@ def compute_fingerprint(config_dict: dict | None = None, game: str | None = None
 
 
 def changed_sources(stored: dict[str, str], current: dict[str, str]) -> list[str]:
-    """Files whose hash differs, or that exist on one side only (sorted, with a note)."""
+    """Files whose hash differs, or that exist on one side only (sorted, with a note); a stored
+    path from before the games' move is read as the file's path today (MOVED_SOURCES)."""
+    stored = {MOVED_SOURCES.get(name, name): digest for name, digest in stored.items()}
     out = []
     for name in sorted(set(stored) | set(current)):
         if name not in current:

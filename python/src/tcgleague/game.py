@@ -18,10 +18,6 @@ from typing import Any
 
 from .checkpoint.files import read_state
 from .config import Config
-from .emberfront_match import EMBERFRONT_RUNNER, evaluate_vs_bots
-from .emberfront_play import play_emberfront
-from .engine.cards import load_card_pool
-from .env import TCGEnv
 from .exact import (
     Exploitability,
     checkpoint_exploitability,
@@ -29,18 +25,22 @@ from .exact import (
     mixture_exploitability,
     policy_exploitability,
 )
-from .games.poker_match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
-from .games.poker_play import play_poker
-from .games.poker_replay import PokerReplayRecorder
-from .games.poker_rows import PokerPufferEnv
-from .games.rules import EMBERFRONT, GAMES, NUM_ACTIONS
+from .games.emberfront.engine.cards import load_card_pool
+from .games.emberfront.env import TCGEnv
+from .games.emberfront.match import EMBERFRONT_RUNNER, evaluate_vs_bots
+from .games.emberfront.play import play_emberfront
+from .games.emberfront.policy import PolicyConfig
+from .games.emberfront.sampler import TCGSampler
+from .games.poker.match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
+from .games.poker.play import play_poker
+from .games.poker.replay import PokerReplayRecorder
+from .games.poker.rows import PokerPufferEnv
+from .games.poker.rules import EMBERFRONT, GAMES, NUM_ACTIONS
 from .league.mixture import MixtureEvaluate, is_mixture
 from .match import MatchRecorder, Runner, play_duplicate
 from .policy.families import FAMILIES, FLAT, TCG, PolicyFamily
 from .policy.family import Policy, Sampler
 from .policy.flat import FlatPolicyConfig, FlatSampler
-from .policy.tcg_policy import PolicyConfig
-from .policy.tcg_sampler import TCGSampler
 from .replay import ReplayRecorder
 
 Evaluate = Callable[[Policy, Sampler, int], dict]  # (policy, sampler, the evaluation's seed) -> eval/* metrics

@@ -22,7 +22,7 @@ from .checkpoint import CheckpointError, load_checkpoint
 from .errors import ArgumentError, entry_point
 from .fingerprint import checkpoint_game
 from .game import game_named
-from .lookahead import add_lookahead_argument
+from .games.emberfront.lookahead import add_lookahead_argument
 
 
 def play(args: argparse.Namespace, console: Console, read: Callable[[str], str]) -> list[int]:

@@ -13,7 +13,7 @@ import pufferlib.vector
 import torch
 
 from .config import ConfigError
-from .env import TCGEnv
+from .games.emberfront.env import TCGEnv
 from .rows import RowFormat, game_of, rows_of
 
 

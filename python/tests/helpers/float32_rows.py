@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tcgleague.layout import COUNT, EFFECTS, LEGAL, features_np
+from tcgleague.games.emberfront.layout import COUNT, EFFECTS, LEGAL, features_np
 
 
 def float32_rows(compact: np.ndarray) -> np.ndarray:

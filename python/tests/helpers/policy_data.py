@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from tcgleague.env import TCGEnv
-from tcgleague.layout import features, legal_from_obs
-from tcgleague.policy import PolicyConfig, TCGSampler, build_policy
+from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.layout import features, legal_from_obs
+from tcgleague.games.emberfront.policy import PolicyConfig, build_policy
+from tcgleague.games.emberfront.sampler import TCGSampler
 
 
 def zero_state(policy, batch: int) -> tuple[torch.Tensor, torch.Tensor]:

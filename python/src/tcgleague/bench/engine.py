@@ -13,11 +13,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ..bots import GREEDY, RANDOM, random_actions
-from ..emberfront_match import bot_side, play_match
-from ..env import TCGEnv
-from ..games.poker import PokerEnv
-from ..games.rules import GAMES, NUM_ACTIONS, PokerRules
+from ..games.emberfront.bots import GREEDY, RANDOM, random_actions
+from ..games.emberfront.env import TCGEnv
+from ..games.emberfront.match import bot_side, play_match
+from ..games.poker.env import PokerEnv
+from ..games.poker.rules import GAMES, NUM_ACTIONS, PokerRules
 from ..perf import tune_process
 from ..rng import stream_seed
 from ..scoring import winrate

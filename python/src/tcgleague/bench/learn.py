@@ -27,7 +27,6 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from ..bots import BOTS
 from ..build import build_trainer, policy_config
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..config import Config, config_from_dict, load_config
@@ -35,9 +34,10 @@ from ..errors import ArgumentError
 from ..evaluate_checkpoint import evaluate_loaded, evaluate_panel
 from ..exploit.cli import DEFAULT_STEPS
 from ..exploit.cli import execute as execute_exploit
+from ..games.emberfront.bots import BOTS
+from ..games.emberfront.lookahead import DEFAULT_VALUE_WEIGHT, is_value_weight
 from ..league.mixture import MIXTURE_FILE
 from ..logger import METRICS_FILE, RunLogger
-from ..lookahead import DEFAULT_VALUE_WEIGHT, is_value_weight
 from ..report.data import read_metrics
 from ..resume import ResumeOptions, apply_resume
 from ..train import checkpoint_writer

@@ -14,7 +14,7 @@ from ..checkpoint.deployed import checkpoint_sampler
 from ..config import Config
 from ..exact import checkpoint_exploitability, mixture_exploitability
 from ..game import game_of
-from ..games.rules import GAMES
+from ..games.poker.rules import GAMES
 from ..match import policy_side
 from ..rng import stream_seed
 

@@ -23,10 +23,10 @@ from ..build import build_policy
 from ..checkpoint import load_checkpoint
 from ..checkpoint.deployed import checkpoint_sampler
 from ..config import load_config
-from ..emberfront_match import bot_side, play_match
-from ..games.rules import EMBERFRONT
+from ..games.emberfront.match import bot_side, play_match
+from ..games.emberfront.sampler import TCGSampler
+from ..games.poker.rules import EMBERFRONT
 from ..match import policy_side
-from ..policy.tcg_sampler import TCGSampler
 from ..replay.record import ReplayRecorder
 from .common import print_table
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..engine.cards import load_card_pool
 from ..fingerprint import CONVERTIBLE_LAYOUTS, action_space_hash, checkpoint_game, obs_layout_hash, short, versions
-from ..games.rules import EMBERFRONT, GAME_NAMES
+from ..games.emberfront.engine.cards import load_card_pool
+from ..games.poker.rules import EMBERFRONT, GAME_NAMES
 from ..policy.families import TCG
 from .field_types import CheckpointError
 

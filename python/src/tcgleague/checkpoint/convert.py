@@ -19,7 +19,7 @@ import torch
 from ..atomic import atomic_write
 from ..errors import entry_point, output_file
 from ..fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
-from ..layout import ACTION_WIDTH, COUNT, MAX_LEGAL, OBS_SIZE, compact_np
+from ..games.emberfront.layout import ACTION_WIDTH, COUNT, MAX_LEGAL, OBS_SIZE, compact_np
 from .files import CheckpointError, LoadedCheckpoint, load_checkpoint, read_state, verify_archive
 
 _multiarray = (getattr(np, "_core", None) or np.core).multiarray

@@ -3,7 +3,7 @@ annealed values, and the turn cap its run played with."""
 
 from __future__ import annotations
 
-from ..layout import DEFAULT_TURN_CAP
+from ..games.emberfront.layout import DEFAULT_TURN_CAP
 from ..policy.families import family_of
 from ..policy.family import Sampler
 from .files import CheckpointError, LoadedCheckpoint

@@ -23,12 +23,12 @@ import torch
 
 from ..config.validate import MAX_ATTENTION_LAYERS, MAX_WIDTH
 from ..fingerprint import checkpoint_game
-from ..games.rules import ACTION_WIDTH as POKER_ACTION_WIDTH
-from ..games.rules import EMBERFRONT, GAMES
-from ..layout import ACTION_WIDTH
+from ..games.emberfront.layout import ACTION_WIDTH
+from ..games.emberfront.policy import OPTIONAL_WIDTHS
+from ..games.emberfront.sampler import TCGSampler
+from ..games.poker.rules import ACTION_WIDTH as POKER_ACTION_WIDTH
+from ..games.poker.rules import EMBERFRONT, GAMES
 from ..policy.families import FAMILIES
-from ..policy.tcg_policy import OPTIONAL_WIDTHS
-from ..policy.tcg_sampler import TCGSampler
 from .field_types import (
     FieldError,
     _count,

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import torch
 
-from ..engine.cards import CardDataError, deck_weights, load_card_pool
-from ..games.rules import EMBERFRONT, GAME_NAMES
+from ..games.emberfront.engine.cards import CardDataError, deck_weights, load_card_pool
+from ..games.poker.rules import EMBERFRONT, GAME_NAMES
 from ..rows import ROWS_PER_GAME
 from .sections import (
     ANNEALS,

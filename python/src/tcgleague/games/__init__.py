@@ -1,3 +1,3 @@
-"""Small games beside Emberfront, whose exact exploitability OpenSpiel can compute: Leduc and
-Kuhn poker (`rules`: their constants and observation row; `poker`: many games at once in numpy;
-`openspiel`: the same states in OpenSpiel's words)."""
+"""The games, one package each behind the contract of game.py (`Game`): Emberfront, the card game
+of our C engine (`emberfront/`), and Leduc and Kuhn poker, whose exact exploitability OpenSpiel
+computes (`poker/`). Nothing outside this folder imports it but game.py, which registers them."""

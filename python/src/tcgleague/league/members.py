@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..atomic import atomic_write
 from ..checkpoint import CheckpointError, load_checkpoint, save_policy
-from ..games.rules import EMBERFRONT
+from ..games.poker.rules import EMBERFRONT
 from ..opponent_side import Origin
 from ..policy.families import family_of
 from ..policy.family import Policy, Sampler, freeze, strip_compile_prefix

@@ -1,8 +1,7 @@
-"""Policy families: the contract every game's policy and sampler keep (`family`), and Emberfront's
-(`TCGPolicy`, `TCGSampler`)."""
+"""The contract every game's policy and sampler keep (`family`), the action sampling they share
+(`sampling`), and the flat family a game of one small action space uses (`flat`). A game's own
+family lives with the game (Emberfront's: games/emberfront/policy.py and sampler.py)."""
 
 from .sampling import PARAM_NAMES
-from .tcg_policy import PolicyConfig, TCGPolicy, build_policy, gather_rows, policy_from_state
-from .tcg_sampler import TCGSampler
 
-__all__ = ["PolicyConfig", "TCGPolicy", "TCGSampler", "PARAM_NAMES", "build_policy", "gather_rows", "policy_from_state"]
+__all__ = ["PARAM_NAMES"]

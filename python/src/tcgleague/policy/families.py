@@ -13,11 +13,11 @@ from typing import Any
 
 from torch import nn
 
+from ..games.emberfront.policy import PolicyConfig, build_policy, policy_from_state
+from ..games.emberfront.sampler import TCGSampler
 from .family import Sampler
 from .flat import FAMILY as FLAT
 from .flat import FlatPolicyConfig, FlatSampler, build_flat_policy, flat_policy_from_state
-from .tcg_policy import PolicyConfig, build_policy, policy_from_state
-from .tcg_sampler import TCGSampler
 
 TCG = "tcg"
 

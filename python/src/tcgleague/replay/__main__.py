@@ -16,7 +16,7 @@ from pathlib import Path
 from ..checkpoint import load_checkpoint
 from ..errors import ArgumentError, entry_point
 from ..evaluate_checkpoint import checkpoint_of_game, evaluate_loaded, replay_names, save_replays
-from ..lookahead import add_lookahead_argument
+from ..games.emberfront.lookahead import add_lookahead_argument
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

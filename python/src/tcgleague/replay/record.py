@@ -40,14 +40,14 @@ import numpy as np
 import torch
 
 from ..actors import Actor, PolicyActor
-from ..emberfront_match import Deal, deal_game, play_match
-from ..engine.cards import CardPool
-from ..env import TCGEnv
-from ..layout import legal_actions
-from ..lookahead import LookaheadActor
+from ..games.emberfront.engine.cards import CardPool
+from ..games.emberfront.env import TCGEnv
+from ..games.emberfront.layout import legal_actions
+from ..games.emberfront.lookahead import LookaheadActor
+from ..games.emberfront.match import Deal, deal_game, play_match
+from ..games.emberfront.words import board_text, describe, entity_cards
 from ..match import ActorFactory, GameRecord, MatchReport
 from ..rows import game_of, seat_of
-from ..words import board_text, describe, entity_cards
 
 FORMAT, VERSION = "tcgleague-replays", 1
 TOP_K = 5  # a policy's most likely actions kept per decision

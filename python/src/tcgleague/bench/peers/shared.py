@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...emberfront_match import bot_side, play_match
-from ...layout import MAX_LEGAL, features_np, legal_actions
+from ...games.emberfront.layout import MAX_LEGAL, features_np, legal_actions
+from ...games.emberfront.match import bot_side, play_match
 from ...rng import stream_seed
 
 SNAPSHOTS = "snapshots.json"

@@ -18,6 +18,7 @@ import numpy as np
 import pufferlib
 from pettingzoo import AECEnv
 
+from ...rows import game_of, rows_of, seat_of
 from .engine import LAYOUT, Engine
 from .engine.cards import DEFAULT_CARDS, CardPool, deck_weights, load_card_pool
 from .layout import (
@@ -32,7 +33,6 @@ from .layout import (
     PASS,
     features_np,
 )
-from .rows import game_of, rows_of, seat_of
 
 ACTION_TYPES = {v: k for k, v in LAYOUT["action_types"].items()}
 EPISODE_FIELDS = LAYOUT["episode_fields"]

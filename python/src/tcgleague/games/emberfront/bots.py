@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...rng import stream_seed
 from .layout import ACTION_WIDTH, legal_counts, legal_tuples
-from .rng import stream_seed
 
 RANDOM, GREEDY, LOOKAHEAD_GREEDY = "random", "greedy", "lookahead_greedy"
 BOTS = (RANDOM, GREEDY)  # the scripted opponents training meets (league, periodic evaluation), by name

@@ -14,19 +14,19 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
-from .actors import PolicyActor
+from ...actors import PolicyActor
+from ...checkpoint import LoadedCheckpoint, load_checkpoint
+from ...checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
+from ...errors import ArgumentError
+from ...match import policy_side
+from ...rng import stream_seed
+from ...rows import seat_of
+from ..poker.rules import EMBERFRONT
 from .bots import BOTS, make_bot
-from .checkpoint import LoadedCheckpoint, load_checkpoint
-from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .engine.cards import CardPool, load_card_pool
 from .env import TCGEnv
-from .errors import ArgumentError
-from .games.rules import EMBERFRONT
 from .layout import ACTION_WIDTH, DRAW, legal_actions
 from .lookahead import LookaheadActor, lookahead_side
-from .match import policy_side
-from .rng import stream_seed
-from .rows import seat_of
 from .words import board_text, describe
 
 TOP_K = 3  # the agent's alternatives shown with its move

@@ -27,11 +27,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..engine import LAYOUT
-from ..layout import wide_features
-from ..recurrent import lstm_cell
+from ...policy.family import config_from_dict, seeded, with_weights
+from ...recurrent import lstm_cell
 from .attention import EntityAttention
-from .family import config_from_dict, seeded, with_weights
+from .engine import LAYOUT
 from .features import (
     DEFAULT_SCALE,
     EFFECT_SCALES,
@@ -41,6 +40,7 @@ from .features import (
     GLOBAL_SCALES,
     entity_groups,
 )
+from .layout import wide_features
 
 OPTIONAL_WIDTHS = (
     "entity_attention_layers",

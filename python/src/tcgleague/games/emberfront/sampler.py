@@ -30,8 +30,8 @@ import math
 
 import torch
 
-from ..layout import HEAD_SIZES, effects_from_obs, legal_from_obs
-from .sampling import MASKED, SamplingParameters, stage_logp
+from ...policy.sampling import MASKED, SamplingParameters, stage_logp
+from .layout import HEAD_SIZES, effects_from_obs, legal_from_obs
 
 UNIFORM_WIDTH = max(HEAD_SIZES)  # uniform draws per sampling stage
 

@@ -13,19 +13,19 @@ import numpy as np
 from rich.console import Console
 from rich.panel import Panel
 
-from ..actors import PolicyActor
-from ..checkpoint import LoadedCheckpoint, load_checkpoint
-from ..checkpoint.deployed import checkpoint_sampler
-from ..errors import ArgumentError
-from ..fingerprint import checkpoint_game
-from ..match import policy_side
-from ..rng import stream_seed
-from ..rows import seat_of
-from .poker_match import poker_bot
-from .poker_replay import policy_view
-from .poker_rows import PokerPufferEnv
-from .poker_words import action_word, card_name, hand_text, legal_actions
+from ...actors import PolicyActor
+from ...checkpoint import LoadedCheckpoint, load_checkpoint
+from ...checkpoint.deployed import checkpoint_sampler
+from ...errors import ArgumentError
+from ...fingerprint import checkpoint_game
+from ...match import policy_side
+from ...rng import stream_seed
+from ...rows import seat_of
+from .match import poker_bot
+from .replay import policy_view
+from .rows import PokerPufferEnv
 from .rules import ACTION_WIDTH, FOLD, PokerRules, rules_named
+from .words import action_word, card_name, hand_text, legal_actions
 
 
 def action_probabilities(actor: PolicyActor, obs: np.ndarray, row: int) -> tuple[int, np.ndarray]:

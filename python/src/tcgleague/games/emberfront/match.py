@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .actors import Actor
+from ...actors import Actor
+from ...match import ActorFactory, MatchRecorder, MatchReport, Runner, play_duplicate, policy_side
+from ...policy.family import Policy, Sampler
+from ...rng import stream_seed
 from .bots import BOTS, GREEDY, SCRIPTED, RandomBot, make_bot, training_bots
 from .env import TCGEnv
 from .layout import DEFAULT_TURN_CAP, DRAW, PASS
-from .match import ActorFactory, MatchRecorder, MatchReport, Runner, play_duplicate, policy_side
-from .policy.family import Policy, Sampler
-from .rng import stream_seed
 
 
 def bot_side(name: str, seed: int = 0) -> ActorFactory:

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..actors import Actor, PolicyActor
-from ..match import GameRecord
-from ..replay.record import DIGITS, Strings
-from ..rows import game_of, seat_of
-from .poker_words import action_word, card_name, hand_text, legal_actions
+from ...actors import Actor, PolicyActor
+from ...match import GameRecord
+from ...replay.record import DIGITS, Strings
+from ...rows import game_of, seat_of
 from .rules import PokerRules
+from .words import action_word, card_name, hand_text, legal_actions
 
 
 @dataclass

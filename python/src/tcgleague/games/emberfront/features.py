@@ -4,7 +4,7 @@ entity groups (zones) it pools over. Names and offsets come from the engine's ex
 
 from __future__ import annotations
 
-from ..engine import LAYOUT
+from .engine import LAYOUT
 
 # Fixed feature scales by name (raw values are small integers). Unlisted numeric features get
 # DEFAULT_SCALE, so a feature added to the engine is still sensibly scaled.

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserInputError
+from ....errors import UserInputError
 from . import LAYOUT
 
 DEFAULT_CARDS = Path(__file__).with_name("cards.json")

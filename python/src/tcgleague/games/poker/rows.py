@@ -18,8 +18,8 @@ import gymnasium
 import numpy as np
 import pufferlib
 
-from ..rows import rows_of
-from .poker import IllegalActionError, PokerEnv
+from ...rows import rows_of
+from .env import IllegalActionError, PokerEnv
 from .rules import ACTION_WIDTH, NUM_ACTIONS, rules_named
 
 NO_NOOP = -1  # poker has no action that does nothing: the rollout's noop rate counts none

@@ -400,7 +400,7 @@ static PyMethodDef engine_methods[] = {
 
 static PyTypeObject EngineType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "tcgleague.engine._tcg.Engine",
+    .tp_name = "tcgleague.games.emberfront.engine._tcg.Engine",
     .tp_basicsize = sizeof(EngineObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..rows import rows_of, seat_row
+from ...rows import rows_of, seat_row
 from .rules import CALL, FOLD, NUM_ACTIONS, RAISE, SEATS, PokerRules
 
 

@@ -27,12 +27,12 @@ import math
 import numpy as np
 import torch
 
-from .actors import Decision, PolicyActor
+from ...actors import Decision, PolicyActor
+from ...match import ActorFactory
+from ...rows import game_of
 from .engine import LOOKAHEAD_STATUS
 from .env import TCGEnv
 from .layout import MAX_LEGAL, OBS_BYTES, legal_actions, legal_counts
-from .match import ActorFactory
-from .rows import game_of
 
 DEFAULT_VALUE_WEIGHT = 100.0  # chosen against the policy itself at 1.6M-4.1M steps (experiments/README.md)
 STATUS = LOOKAHEAD_STATUS  # where a candidate leads: decide / win / loss / draw / wait

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..rng import stream_seed
-from .poker_rows import NO_NOOP, PokerPufferEnv
+from ...rng import stream_seed
+from .rows import NO_NOOP, PokerPufferEnv
 from .rules import ACTION_WIDTH, CALL, NUM_ACTIONS, rules_named
 
 RANDOM, ALWAYS_CALL = "random", "call"

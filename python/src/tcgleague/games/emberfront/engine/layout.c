@@ -1,5 +1,5 @@
 /* layout(): every observation offset, size, head width and enum of the engine, as a dict for
- * Python (tcgleague.engine.LAYOUT), so no offset is ever written twice. */
+ * Python (tcgleague.games.emberfront.engine.LAYOUT), so no offset is ever written twice. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "tcg.h"
