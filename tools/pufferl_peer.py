@@ -1,5 +1,5 @@
 """PuffeRL's side of `python -m tcgleague.bench peer`: trains PufferLib 3.0.23's PuffeRL on
-`VersusBot` and evaluates its snapshots (the command line of `tcgleague.bench.peers`). It lives
+`VersusBot` and evaluates its snapshots (the command line of `tcgleague.games.emberfront.peers`). It lives
 outside the package because it imports `pufferlib.pufferl`, which the product never does
 (process-wide side effects); `bench peer` runs it as a subprocess from a checkout.
 
@@ -20,9 +20,9 @@ import pufferlib.pufferl as pufferl
 import pufferlib.vector
 import torch
 
-from tcgleague.bench.peers.pufferl_policy import CONFIG, NUM_ENVS, PeerLSTM, load, puff_advantage
-from tcgleague.bench.peers.shared import SnapshotLog, command_line
-from tcgleague.bench.peers.versus_bot import VersusBot
+from tcgleague.games.emberfront.peers.pufferl_policy import CONFIG, NUM_ENVS, PeerLSTM, load, puff_advantage
+from tcgleague.games.emberfront.peers.shared import SnapshotLog, command_line
+from tcgleague.games.emberfront.peers.versus_bot import VersusBot
 
 
 def train(steps: int, seed: int, log: SnapshotLog) -> None:

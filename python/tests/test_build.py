@@ -65,7 +65,7 @@ def test_the_engine_builds_without_lto_where_the_toolchain_cannot_link_it(tmp_pa
     assert "could not run lto-wrapper" in build.stderr, "the broken toolchain was not the one used"
     assert "building it without" in build.stdout
     src = tmp_path / "python" / "src"
-    assert list((src / "tcgleague" / "engine").glob("_tcg*.so")), "no engine module was built"
+    assert list((src / "tcgleague" / "games" / "emberfront" / "engine").glob("_tcg*.so")), "no engine module was built"
     played = subprocess.run(
         [sys.executable, "-c", PLAY, str(src)],
         env={**os.environ, "PYTHONPATH": str(src)},

@@ -29,13 +29,14 @@ from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, save_policy, write_checkpoint
 from tcgleague.checkpoint import convert as checkpoint_cli
 from tcgleague.config import load_config
-from tcgleague.fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
+from tcgleague.fingerprint import obs_layout_hash
 from tcgleague.games.emberfront import policy as tcg_policy
 from tcgleague.games.emberfront.bots import random_actions
 from tcgleague.games.emberfront.engine import LAYOUT
 from tcgleague.games.emberfront.env import TCGEnv
-from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER
-from tcgleague.games.poker.rules import EMBERFRONT
+from tcgleague.games.emberfront.game import EMBERFRONT_RUNNER
+from tcgleague.games.emberfront.layout import NAME as EMBERFRONT
+from tcgleague.games.emberfront.old_rows import CONVERTIBLE_LAYOUTS
 from tcgleague.league import LeagueManager
 from tcgleague.league.members import MemberStore
 

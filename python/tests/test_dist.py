@@ -22,9 +22,9 @@ from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.devices import loss_compile_mode
 from tcgleague.dist import SINGLE, Dist, merge_rank_metrics, weights_digest
 from tcgleague.games.emberfront.engine.cards import load_card_pool
-from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER
+from tcgleague.games.emberfront.game import EMBERFRONT_RUNNER
+from tcgleague.games.emberfront.layout import NAME as EMBERFRONT
 from tcgleague.games.emberfront.policy import PolicyConfig, build_policy
-from tcgleague.games.poker.rules import EMBERFRONT
 from tcgleague.league import LeagueManager
 from tcgleague.scoring import Tally
 

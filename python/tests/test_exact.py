@@ -15,7 +15,8 @@ pyspiel = pytest.importorskip("pyspiel")
 from open_spiel.python import policy as openspiel_policy  # noqa: E402
 from open_spiel.python.algorithms import cfr, exploitability  # noqa: E402
 
-from tcgleague.exact import decision_rows, load_table, main, measure, rows_policy, table_of, table_policy  # noqa: E402
+from tcgleague.exact import main  # noqa: E402
+from tcgleague.games.poker.exact import decision_rows, load_table, measure, rows_policy, table_of, table_policy  # noqa: E402
 from tcgleague.games.poker.openspiel import info_state_string, openspiel_action  # noqa: E402
 from tcgleague.games.poker.rules import KUHN, LEDUC, NUM_ACTIONS  # noqa: E402
 

@@ -19,14 +19,16 @@ import torch
 from rich.console import Console
 
 from helpers.state_compare import assert_same
-from tcgleague import evaluate_checkpoint, exact
+from tcgleague import evaluate_checkpoint
+from tcgleague import exact as exact_cli
 from tcgleague import play as play_cli
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, load_config
 from tcgleague.errors import UserInputError
 from tcgleague.exploit.__main__ import main as exploit_main
-from tcgleague.game import poker_play
+from tcgleague.games.poker import exact
+from tcgleague.games.poker.game import poker_play
 from tcgleague.games.poker.match import ALWAYS_CALL, POKER_BOTS, RANDOM, poker_bot_side
 from tcgleague.games.poker.rows import PokerPufferEnv
 from tcgleague.games.poker.rules import GAMES, KUHN, LEDUC, NUM_ACTIONS
@@ -198,10 +200,10 @@ def test_a_kuhn_run_learns_on_the_exact_judge_and_its_checkpoint_says_so(kuhn_ru
     judged = [m["eval/exploitability"] for m in lines if "eval/exploitability" in m]
     assert len(judged) == 2 and judged[-1] < 0.8 * UNIFORM["kuhn"], judged
     capsys.readouterr()
-    assert exact.main([str(run_dir / "model_kuhn_000008.pt"), "--json", str(tmp_path / "out.json")]) == 0
+    assert exact_cli.main([str(run_dir / "model_kuhn_000008.pt"), "--json", str(tmp_path / "out.json")]) == 0
     report = json.loads((tmp_path / "out.json").read_text())
     assert report["game"] == "kuhn" and report["exploitability"] == pytest.approx(judged[-1], abs=1e-9)
-    assert exact.main([str(run_dir / "model_kuhn_000008.pt"), "--game", "leduc"]) == 2
+    assert exact_cli.main([str(run_dir / "model_kuhn_000008.pt"), "--game", "leduc"]) == 2
     assert "plays kuhn; the exact judge takes leduc checkpoints" in capsys.readouterr().err
 
 
@@ -367,7 +369,7 @@ def test_a_poker_checkpoint_stripped_of_its_fingerprint_is_refused_by_name(kuhn_
     torch.save(state, stripped)
     before = stripped.read_bytes()
     capsys.readouterr()
-    assert exact.main([str(stripped)]) == 2
+    assert exact_cli.main([str(stripped)]) == 2
     err = capsys.readouterr().err
     assert "missing fingerprint" in err and "expected shape" not in err and err.count("\n") == 1
     assert stripped.read_bytes() == before
@@ -475,3 +477,13 @@ def test_kuhn_hands_are_recorded_for_the_viewer_from_each_deciders_seat(kuhn_run
         evaluate_checkpoint.main([ckpt, "--episodes", "8", "--replays", "2", "--replays-out", str(tmp_path / "e")]) == 0
     )
     assert len(json.loads((tmp_path / "e" / "replays.json").read_text())["games"]) == 2
+
+
+def test_the_registry_builds_every_game_it_names_and_refuses_another():
+    from tcgleague.game import GAME_NAMES, UnknownGame, family_of, game_named
+
+    assert [game_named(name).name for name in GAME_NAMES] == list(GAME_NAMES)
+    assert family_of({}) is game_named("emberfront").family, "an architecture without a family is Emberfront's"
+    assert family_of({"family": "flat_lstm"}) is game_named("leduc").family
+    with pytest.raises(UnknownGame, match="unknown game 'chess'; valid: emberfront, leduc, kuhn"):
+        game_named("chess")

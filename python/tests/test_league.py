@@ -22,11 +22,12 @@ from tcgleague.config import ConfigError, LeagueSection, load_config
 from tcgleague.dist import SINGLE
 from tcgleague.games.emberfront.bots import BOTS, GREEDY, RANDOM, random_actions, training_bots
 from tcgleague.games.emberfront.env import TCGEnv
+from tcgleague.games.emberfront.game import EMBERFRONT_RUNNER
 from tcgleague.games.emberfront.layout import ACTION_WIDTH, DRAW, OBS_BYTES
-from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER, bot_side, play_match
+from tcgleague.games.emberfront.layout import NAME as EMBERFRONT
+from tcgleague.games.emberfront.match import bot_side, play_match
 from tcgleague.games.emberfront.policy import PolicyConfig, TCGPolicy
 from tcgleague.games.emberfront.sampler import TCGSampler
-from tcgleague.games.poker.rules import EMBERFRONT
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.frozen_pool import FrozenPool
 from tcgleague.league.manager import STATE_FILE

@@ -21,9 +21,9 @@ from tcgleague.devices import league_evaluation
 from tcgleague.dist import SINGLE
 from tcgleague.games.emberfront.bots import GREEDY, training_bots
 from tcgleague.games.emberfront.env import TCGEnv
-from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER
+from tcgleague.games.emberfront.game import EMBERFRONT_RUNNER
+from tcgleague.games.emberfront.layout import NAME as EMBERFRONT
 from tcgleague.games.emberfront.sampler import TCGSampler
-from tcgleague.games.poker.rules import EMBERFRONT
 from tcgleague.league import LeagueManager, LeagueOpponents
 from tcgleague.league.epoch import LeagueEpoch
 from tcgleague.resume import ResumeOptions, apply_resume

@@ -14,17 +14,20 @@ import pytest
 import torch
 
 from helpers.state_compare import assert_same
-from tcgleague import evaluate_checkpoint, exact
+from tcgleague import evaluate_checkpoint
+from tcgleague import exact as exact_cli
 from tcgleague import play as play_cli
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.checkpoint.files import read_state
 from tcgleague.exploit.__main__ import main as exploit_main
 from tcgleague.exploit.target_side import actor_state, load_actor_state, load_target
-from tcgleague.game import PLAYABLE
-from tcgleague.games.emberfront.match import EMBERFRONT_RUNNER
+from tcgleague.game import game_named
+from tcgleague.games.emberfront.game import EMBERFRONT_RUNNER
+from tcgleague.games.emberfront.layout import NAME as EMBERFRONT
+from tcgleague.games.poker import exact
 from tcgleague.games.poker.rows import PokerPufferEnv
-from tcgleague.games.poker.rules import EMBERFRONT, GAMES
+from tcgleague.games.poker.rules import GAMES
 from tcgleague.league.manager import LeagueManager
 from tcgleague.league.meta_nash import exploitability, payoff_matrix, solve_symmetric
 from tcgleague.league.mixture import MIXTURE_FILE, load_mixture, write_mixture
@@ -73,7 +76,7 @@ def test_the_manager_fills_the_payoff_and_draws_and_retains_by_the_meta_nash():
     results = {("m1", "m0"): (10, 54, 0), ("m2", "m0"): (54, 10, 0), ("m2", "m1"): (10, 54, 0)}
     results.update({("m3", m): (5, 59, 0) for m in ("m0", "m1", "m2")})
     play = Scripted(results)
-    mgr = LeagueManager(cfg, play=play, log=quiet, runner=PLAYABLE["kuhn"].runner, game="kuhn")
+    mgr = LeagueManager(cfg, play=play, log=quiet, runner=game_named("kuhn").runner, game="kuhn")
     policy = build_flat_policy(FlatPolicyConfig(11, 3, hidden_size=4), 0)
     for m in ("m0", "m1", "m2"):
         mgr.ingest(m, policy.state_dict(), policy.config.to_dict())
@@ -94,7 +97,7 @@ def two_members(tmp_path, weights):
     """A Kuhn league manager with members m0, m1 and a mixture file of them at `weights`."""
     cfg = league_cfg(deliverable="nash_mixture")
     mgr = LeagueManager(
-        cfg, tmp_path / "league", play=Scripted(), log=quiet, runner=PLAYABLE["kuhn"].runner, game="kuhn"
+        cfg, tmp_path / "league", play=Scripted(), log=quiet, runner=game_named("kuhn").runner, game="kuhn"
     )
     rules = GAMES["kuhn"]
     for k, m in enumerate(("m0", "m1")):
@@ -148,7 +151,7 @@ def test_bad_mixture_files_are_refused_in_one_line(tmp_path, capsys, damage, mes
     with pytest.raises(CheckpointError, match=message):
         load_mixture(bad)
     capsys.readouterr()
-    assert exact.main([str(bad)]) == 2
+    assert exact_cli.main([str(bad)]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err
     assert bad.read_bytes() == before
@@ -181,7 +184,7 @@ def test_a_kuhn_league_delivers_its_nash_mixture_and_resumes_exactly(tmp_path, c
     assert mixture.game == "kuhn" and sum(mixture.weights) == pytest.approx(1.0)
     assert exact.mixture_exploitability(run_a / MIXTURE_FILE).exploitability == pytest.approx(judged[-1], abs=1e-9)
     capsys.readouterr()
-    assert exact.main([str(run_a / MIXTURE_FILE)]) == 0
+    assert exact_cli.main([str(run_a / MIXTURE_FILE)]) == 0
     assert "kuhn: NashConv" in capsys.readouterr().out
     assert (run_a / "report" / "nash.png").is_file() and (run_a / "report" / "exact_exploitability.png").is_file()
     resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from tcgleague.bench.peers.pufferl_policy import MASKED, PeerLSTM, puff_advantage
-from tcgleague.bench.peers.shared import LegalIndexActor, SnapshotLog, evaluate_vs_greedy, sample_masked
 from tcgleague.games.emberfront.layout import COUNT, COUNT_BYTES, MAX_LEGAL, OBS_BYTES, legal_counts
+from tcgleague.games.emberfront.peers.pufferl_policy import MASKED, PeerLSTM, puff_advantage
+from tcgleague.games.emberfront.peers.shared import LegalIndexActor, SnapshotLog, evaluate_vs_greedy, sample_masked
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -113,7 +113,7 @@ def test_bench_peer_trains_and_judges_every_trainer(tmp_path):
 
 
 def test_bench_peer_says_what_a_missing_peer_needs(tmp_path, monkeypatch):
-    from tcgleague.bench import peer
+    from tcgleague.games.emberfront.peers import bench as peer
 
     monkeypatch.setitem(peer.PEERS, "sb3", peer.Peer("MaskablePPO", ("-m", "nowhere"), ("no_such_module_for_sure",)))
     monkeypatch.setitem(peer.PEERS, "pufferl", peer.Peer("PuffeRL", ("/no/such/peer.py",), ()))

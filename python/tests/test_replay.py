@@ -20,9 +20,10 @@ from tcgleague.games.emberfront.engine.position import read_position
 from tcgleague.games.emberfront.env import TCGEnv
 from tcgleague.games.emberfront.layout import DRAW, legal_actions, legal_tuples
 from tcgleague.games.emberfront.match import Deal, bot_side, deal_game, play_match
+from tcgleague.games.emberfront.replay import ReplayRecorder
 from tcgleague.match import policy_side
 from tcgleague.replay import __main__ as replay_cli
-from tcgleague.replay.record import FORMAT, record_match
+from tcgleague.replay.record import FORMAT
 from tcgleague.replay.viewer import REPLAYS_FILE, VIEWER_FILE, combined_replays, read_replays, viewer_html
 from tcgleague.report import __main__ as report_cli
 from tcgleague.rows import seat_of
@@ -124,7 +125,9 @@ def test_recording_changes_nothing_about_the_match(smoke_checkpoint):
     sampler = checkpoint_sampler(loaded)
     sides = lambda: (policy_side(loaded.policy.eval(), sampler, 5), bot_side("random", 6))  # noqa: E731
     plain = play_match(*sides(), episodes=6, seed=5, parallel=4)
-    report, games = record_match(*sides(), episodes=6, seed=5, names=("agent", "random"), record=3, parallel=4)
+    recorder = ReplayRecorder(3, ("agent", "random"))
+    report = play_match(*sides(), episodes=6, seed=5, parallel=4, recorder=recorder)
+    games = recorder.games()
     assert report.records == plain.records and report.entropy_sum == pytest.approx(plain.entropy_sum)
     assert [g["game"] for g in games] == [0, 1, 2], "the first 3 scheduled games, played from their start"
     decisions = {2 * r.deal + r.swapped: r.decisions for r in report.records}  # by schedule index

@@ -184,7 +184,7 @@ def test_evaluate_checkpoint_logs_its_report_to_wandb(league_run, monkeypatch):
 
 def test_the_payoff_heatmap_reads_rows_as_the_first_id_vs_the_second():
     league = {"payoff": [["e1", "greedy", 3.0, 0.0, 4.0], ["greedy", "e1", 1.0, 0.0, 4.0]], "members": []}
-    run = RunData(Path("run"), [{"global_step": 1}], league)
+    run = RunData(Path("run"), [{"global_step": 1}], league, bots=("random", "greedy"))  # an Emberfront run's
     fig = payoff(run)
     ids = payoff_ids(league, run.bots)
     rates = fig.axes[0].images[0].get_array()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ENGINE = Path(__file__).resolve().parents[1] / "src" / "tcgleague" / "engine"
+ENGINE = Path(__file__).resolve().parents[1] / "src" / "tcgleague" / "games" / "emberfront" / "engine"
 MIN_DECISIONS = 1_000_000
 
 DRIVER = textwrap.dedent("""
@@ -49,8 +49,9 @@ DRIVER = textwrap.dedent("""
     assert episodes > 1000, episodes
     # 2. greedy bot in both seats, then greedy vs random, short turn cap (truncations); lookaheads
     env = TCGEnv(num_games=64, seed=2, turn_cap=8)
-    next_obs = np.zeros((tcgleague.games.emberfront.engine.LAYOUT["max_legal"], tcgleague.games.emberfront.engine.LAYOUT["obs_bytes"]), np.uint8)
-    status = np.zeros(tcgleague.games.emberfront.engine.LAYOUT["max_legal"], np.int8)
+    layout = tcgleague.games.emberfront.engine.LAYOUT
+    next_obs = np.zeros((layout["max_legal"], layout["obs_bytes"]), np.uint8)
+    status = np.zeros(layout["max_legal"], np.int8)
     obs, _ = env.reset()
     for step in range(300):
         if step % 2:

@@ -1,6 +1,7 @@
 """The package's shape, read from its source (nothing is imported): imports point one way (no
-cycle between tcgleague modules, imports under TYPE_CHECKING included), no module passes 400
-lines and no function 80, and no code outside the trainer assigns a trainer's fields."""
+cycle between tcgleague modules, imports under TYPE_CHECKING included), the framework imports no
+game and no game another (game.py reaches them by module name), no module passes 400 lines and
+no function 80, and no code outside the trainer assigns a trainer's fields."""
 
 from __future__ import annotations
 
@@ -71,6 +72,39 @@ def test_the_import_graph_has_no_cycle_type_checking_imports_included():
     assert "tcgleague.run_state" in graph["tcgleague.trainer"], "the graph sees the trainer's imports"
     assert cycle_from({"a": {"b"}, "b": {"a"}}) == ["a", "b", "a"], "the search finds a planted cycle"
     assert cycle_from(graph) is None, f"import cycle: {' -> '.join(cycle_from(graph))}"
+
+
+GAMES_PACKAGE = "tcgleague.games"
+
+
+def game_of_module(module: str) -> str | None:
+    """The game package a module belongs to ("tcgleague.games.poker.env" -> "poker"), or None."""
+    parts = module.split(".")
+    return parts[2] if module.startswith(GAMES_PACKAGE + ".") and len(parts) > 2 else None
+
+
+def plug_in_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports that break the plug-in: a framework module importing a game, a game another."""
+    out = []
+    for module, deps in sorted(graph.items()):
+        mine = game_of_module(module)
+        for dep in sorted(deps):
+            theirs = game_of_module(dep)
+            if theirs is not None and theirs != mine:
+                out.append(f"{module} imports {dep}")
+    return out
+
+
+def test_the_framework_imports_no_game_and_no_game_another():
+    graph = import_graph()
+    assert {"tcgleague.games.emberfront.env", "tcgleague.games.poker.env"} <= set(graph), "the games are seen"
+    planted = {"tcgleague.trainer": {"tcgleague.games.poker.env"}, "tcgleague.games.poker.env": set()}
+    assert plug_in_violations(planted) == ["tcgleague.trainer imports tcgleague.games.poker.env"]
+    assert plug_in_violations({"tcgleague.games.emberfront.play": {"tcgleague.games.poker.rules"}})
+    assert plug_in_violations(graph) == []
+    game_py = (PACKAGE / "game.py").read_text()
+    for module in re.findall(r'"(tcgleague\.games\.[a-z_.]+)"', game_py):  # the registry names them instead
+        assert (PACKAGE.parent / (module.replace(".", "/") + ".py")).is_file(), module
 
 
 def test_no_module_or_function_is_too_long_to_read():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tcgleague.bench.peers.versus_bot import VersusBot
 from tcgleague.games.emberfront.layout import COUNT, MAX_LEGAL
+from tcgleague.games.emberfront.peers.versus_bot import VersusBot
 
 
 def play_episode(env: VersusBot, rng: np.random.Generator) -> tuple[float, int, int]:

@@ -8,7 +8,7 @@ An Actor is anything with
 The learner, a loaded checkpoint and a league member are a `PolicyActor` (a recurrent policy with
 its LSTM state per env row); the bots are `bots.RandomBot` / `bots.GreedyBot`; the league's
 opponent side dispatches to bots and to the frozen pool (`league.frozen_pool`). The game runner
-(`emberfront_match.play_match`) and the trainer only ever talk to this interface."""
+(a game's `Runner.play`) and the trainer only ever talk to this interface."""
 
 from __future__ import annotations
 

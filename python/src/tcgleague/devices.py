@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from .config import Config, LeagueSection
-from .games.poker.rules import EMBERFRONT
+from .game import game_of
 
 
 def resolve_device(name: str, local_rank: int | None = None) -> torch.device:
@@ -52,7 +52,7 @@ def env_parts(cfg: Config, device: torch.device) -> int:
     where the model runs on another chip than the engine: on CUDA. On the CPU the model and the
     engine would share the same cores (and the model is most of the time), so auto leaves it off."""
     e = cfg.env
-    auto = device.type == "cuda" and cfg.vec.backend == "native" and e.num_games >= 2 and e.game == EMBERFRONT
+    auto = device.type == "cuda" and cfg.vec.backend == "native" and e.num_games >= 2 and game_of(cfg).overlaps
     return 2 if e.overlap == "true" or (e.overlap == "auto" and auto) else 1
 
 

@@ -9,7 +9,7 @@ it is accepted or refused exactly as `train.py --resume-checkpoint` would (same 
 sampler is set to the checkpoint's annealed values (its primary temperature, and the
 subaction temperature and smoothing at its step), unless --argmax or --temperature T is given.
 Games are played at the checkpoint's own [env] turn_cap, as its training evaluation was.
-With --lookahead [W] an Emberfront checkpoint searches a turn ahead before each move (lookahead.py).
+With --lookahead [W] an Emberfront checkpoint searches a turn ahead before each move (search.py).
 
 With --panel it plays a held-out panel instead of one opponent: its game's bots (Emberfront:
 random, greedy and lookahead_greedy, the greedy heuristic judging each move a turn ahead, which
@@ -37,13 +37,13 @@ from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .errors import ArgumentError, entry_point, output_file, write_report
 from .fingerprint import checkpoint_game
 from .game import Game, game_named
-from .games.emberfront.lookahead import LookaheadActor, add_lookahead_argument, lookahead_side
 from .league.mixture import is_mixture, load_mixture, mixture_side
 from .match import ActorFactory, MatchRecorder, policy_side
 from .replay import replay_document, write_replays
 from .replay.viewer import RUN_REPLAYS
 from .report.panels import log_evaluation
 from .rng import stream_seed
+from .search import add_lookahead_argument
 
 
 def evaluate_loaded(
@@ -65,9 +65,11 @@ def evaluate_loaded(
     searches a turn ahead. A `recorder` (the game's: Game.recorder) records games of the very
     match played."""
     game = checkpoint_of_game(loaded)
-    if lookahead is not None and not game.searches:
-        raise ArgumentError(f"--lookahead searches Emberfront's engine; {game.name} has no lookahead")
-    if recorder is not None and game.recorder is None:
+    if lookahead is not None and game.search is None:
+        raise ArgumentError(
+            f"--lookahead searches a turn ahead where the game has a search (Game.search); {game.name} has no lookahead"
+        )
+    if recorder is not None and game.runner.recorder is None:
         raise ArgumentError(f"--replays: the replay viewer does not draw {game.name} games yet")
     sampler = checkpoint_sampler(loaded, temperature)
     learner = policy_side(loaded.policy.eval(), sampler, seed, argmax)
@@ -75,9 +77,9 @@ def evaluate_loaded(
         if lookahead is not None or temperature is not None:
             raise ArgumentError("--lookahead and --temperature take one policy, not a league mixture")
         learner = mixture_side(load_mixture(loaded.path, log), seed, argmax)
-    searchers: list[LookaheadActor] = []
+    searchers: list = []  # the search actors made, to read their counters after the match
     if lookahead is not None:
-        learner = lookahead_side(learner, seed, lookahead, searchers)
+        learner = game.search(learner, seed, lookahead, searchers)
     opp, opp_info = opponent_side(game, opponent, stream_seed(seed, "second_side"), strict, log)
     turn_cap = checkpoint_turn_cap(loaded)
     start = time.perf_counter()
@@ -335,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         print_panel(report)
     else:
         names = replay_names(args.checkpoint, args.opponent)
-        recorder = game.recorder(args.replays, names) if args.replays and game.recorder else None
+        recorder = game.runner.recorder(args.replays, names) if args.replays and game.runner.recorder else None
         report = evaluate_loaded(loaded, args.opponent, args.episodes, args.seed, recorder=recorder, **options)
         print_report(report)
         if args.replays:

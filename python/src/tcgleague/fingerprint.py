@@ -18,15 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from . import __version__
-from .games.emberfront.engine import LAYOUT
-from .games.poker.rules import EMBERFRONT, GAMES, NUM_ACTIONS
+from .game import DEFAULT_GAME, game_named
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # Behaviour-defining sources, relative to the package directory (globs allowed).
@@ -84,17 +82,6 @@ MOVED_SOURCES = {
     "games/poker.py": "games/poker/env.py",
     "games/poker_rows.py": "games/poker/rows.py",
 }
-ACTION_SPACE_KEYS = (
-    "n_action_types",
-    "n_a",
-    "n_b",
-    "n_c",
-    "max_legal",
-    "action_width",
-    "action_types",
-    "none_entity",
-    "none_slot",
-)
 
 
 def _sha256(data: bytes) -> str:
@@ -113,7 +100,7 @@ def source_files() -> list[Path]:
 
 
 def hash_sources() -> dict[str, str]:
-    """{"engine/rules.c": sha256, ...} for every behaviour-defining source file, read now."""
+    """{"games/emberfront/engine/rules.c": sha256, ...} for every behaviour-defining source file, read now."""
     return {p.relative_to(PACKAGE_DIR).as_posix(): _sha256(p.read_bytes()) for p in source_files()}
 
 
@@ -127,27 +114,14 @@ def source_hashes() -> dict[str, str]:
     return dict(_SOURCES_AT_IMPORT)
 
 
-def obs_layout_hash(game: str = EMBERFRONT) -> str:
-    """Every observation offset, size and enum the engine exports (the whole LAYOUT), or a poker
-    game's rules and the width of its row."""
-    if game in GAMES:
-        return _json_hash({**asdict(GAMES[game]), "obs_width": GAMES[game].obs_width})
-    return _json_hash(LAYOUT)
+def obs_layout_hash(game: str = DEFAULT_GAME) -> str:
+    """What the game's observation rows hold (`Game.obs_layout`: every offset, size and enum
+    Emberfront's engine exports; a poker game's rules and the width of its row)."""
+    return _json_hash(game_named(game).obs_layout)
 
 
-# Earlier layouts whose rows held exactly today's features, stored differently: a policy trained
-# on them computes the same function on today's rows (layout.features), so their checkpoints are
-# refused with a pointer to `python -m tcgleague.checkpoint convert`, which restamps them.
-CONVERTIBLE_LAYOUTS = {
-    "dd9646b79d19dc81cb782bb4ba5d749eb2ba0e26c38a8a0e7e56c4b2f39f3b54": "float32 observation rows, the legal "
-    "count after the tuples (before compact int16/int8 rows)",
-}
-
-
-def action_space_hash(game: str = EMBERFRONT) -> str:
-    if game in GAMES:
-        return _json_hash({"game": game, "num_actions": NUM_ACTIONS})
-    return _json_hash({k: LAYOUT[k] for k in ACTION_SPACE_KEYS})
+def action_space_hash(game: str = DEFAULT_GAME) -> str:
+    return _json_hash(game_named(game).action_space)
 
 
 def config_hash(config_dict: dict) -> str:
@@ -165,7 +139,7 @@ def versions() -> dict[str, str]:
 
 def game_of_config(config_dict: dict | None) -> str:
     """The game a run's config dict plays (`[env] game`; an older config names none: Emberfront)."""
-    return ((config_dict or {}).get("env") or {}).get("game", EMBERFRONT)
+    return ((config_dict or {}).get("env") or {}).get("game", DEFAULT_GAME)
 
 
 def checkpoint_game(state: dict) -> str:

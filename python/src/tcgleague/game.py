@@ -1,47 +1,33 @@
-"""The games a run can play (`[env] game`): what the trainer is handed for each, so nothing below
-`build.py` names a game (the game is a plug-in).
+"""The contract a game keeps to plug in (`Game`), and the registry of the games a run can play
+(`[env] game`): the one place that names them. Everything outside `games/` reaches a game
+through here, so the framework (trainer, PPO, rollout, league, checkpoints, tools) imports no game.
 
-A `Game` is its env class (a PufferLib env keeping the row contract of rows.py: two rows per
-game, the acting row masked, the legal actions in the row), the env's arguments from a config,
-the policy family and its architecture from a config, the sampler, the periodic evaluation
-(Emberfront's duplicate matches against the scripted bots, and the poker games' exact
-exploitability by OpenSpiel: `eval/exploitability`, chips per game; the `[exact]` extra), and the
-league's matches and bots (`match.Runner`: Emberfront's runner with random and greedy, greedy
-the baseline; poker's runner with random and always-call, always-call the baseline)."""
+A game is a package under `games/` whose `game` module builds its `Game`: its env class (a
+PufferLib env keeping the row contract of rows.py: two rows per game, the acting row masked, the
+legal actions in the row), its policy family, its periodic evaluation, its matches and bots
+(`match.Runner`), and what its tools need (a judge, a person's session, a replay recorder). The
+registry maps each name to the module that builds it (`GAME_MODULES`) and imports that module
+the first time the game is asked for: the games import the framework, never the other way."""
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .checkpoint.files import read_state
-from .config import Config
-from .exact import (
-    Exploitability,
-    checkpoint_exploitability,
-    members_exploitability,
-    mixture_exploitability,
-    policy_exploitability,
-)
-from .games.emberfront.engine.cards import load_card_pool
-from .games.emberfront.env import TCGEnv
-from .games.emberfront.match import EMBERFRONT_RUNNER, evaluate_vs_bots
-from .games.emberfront.play import play_emberfront
-from .games.emberfront.policy import PolicyConfig
-from .games.emberfront.sampler import TCGSampler
-from .games.poker.match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
-from .games.poker.play import play_poker
-from .games.poker.replay import PokerReplayRecorder
-from .games.poker.rows import PokerPufferEnv
-from .games.poker.rules import EMBERFRONT, GAMES, NUM_ACTIONS
-from .league.mixture import MixtureEvaluate, is_mixture
-from .match import MatchRecorder, Runner, play_duplicate
-from .policy.families import FAMILIES, FLAT, TCG, PolicyFamily
-from .policy.family import Policy, Sampler
-from .policy.flat import FlatPolicyConfig, FlatSampler
-from .replay import ReplayRecorder
+from .policy.family import Policy, PolicyFamily, Sampler
+
+# name -> the module whose GAMES dict holds it (a game brought by a user is one more line here)
+GAME_MODULES = {
+    "emberfront": "tcgleague.games.emberfront.game",
+    "leduc": "tcgleague.games.poker.game",
+    "kuhn": "tcgleague.games.poker.game",
+}
+GAME_NAMES = tuple(GAME_MODULES)  # every game `[env] game` can name
+DEFAULT_GAME = "emberfront"  # `[env] game` when a config or checkpoint names none (they came first)
 
 Evaluate = Callable[[Policy, Sampler, int], dict]  # (policy, sampler, the evaluation's seed) -> eval/* metrics
 
@@ -50,155 +36,89 @@ Evaluate = Callable[[Policy, Sampler, int], dict]  # (policy, sampler, the evalu
 class Game:
     name: str
     env_class: type
-    env_kwargs: Callable[[Config, int], dict]
+    """its PufferLib env (`bytes_per_game`: what its buffers take per game, checked before a run)"""
+    env_kwargs: Callable[[Any, int], dict]
     """(config, the rank's seed) -> the env class's arguments"""
     family: PolicyFamily
-    policy_config: Callable[[Config], Any]
+    policy_config: Callable[[Any], Any]
     """config -> the family's architecture"""
-    sampler: Callable[[Config], Sampler]
-    evaluation: Callable[[Config], Evaluate]
+    sampler: Callable[[Any], Sampler]
+    evaluation: Callable[[Any], Evaluate]
     """the trainer's periodic evaluation of its policy, for this config"""
-    runner: Runner
-    """its matches and bots, as the league plays them"""
-    evaluate_mixture: Callable[[Config], MixtureEvaluate] | None = None
+    runner: Any
+    """its matches and bots, as the league and the tools play them (`match.Runner`)"""
+    obs_layout: dict
+    """what its observation rows hold (offsets, sizes, rules): the checkpoint fingerprint's
+    `obs_layout_hash` is its hash"""
+    action_space: dict
+    """what its actions mean: the fingerprint's `action_space_hash`"""
+    action_width: int
+    """integers in one action (the rollout's and a checkpoint's stored actions are this wide)"""
+    evaluate_mixture: Callable[[Any], Callable] | None = None
     """the league's Nash mixture judged at the trainer's evaluations ([league] deliverable =
-    nash_mixture); None: the game has no judge of a mixture"""
+    nash_mixture): config -> (members, weights) -> eval/* metrics; None: no judge of a mixture"""
     default_config: str = "configs/default.ini"
     """the config a tool trains this game with when given none (an exploit run's)"""
-    searches: bool = False
-    """whether lookahead.py can search its games (a turn ahead inside Emberfront's engine)"""
-    judge: Callable[[Path], Exploitability] | None = None
-    """a checkpoint or league mixture file -> its exact exploitability; None: no exact judge"""
+    own_keys: tuple[tuple[str, str], ...] = ()
+    """config keys only this game reads: another game's config that sets one is refused"""
+    overlaps: bool = False
+    """its native env can step half its games while the policy acts on the other half ([env] overlap)"""
+    check_files: Callable[[Any], list[str]] | None = None
+    """config -> what is wrong with the game data files it names (one line each)"""
+    convertible_layouts: dict[str, tuple[str, Callable]] = field(default_factory=dict)
+    """an earlier observation layout's hash -> (what it was, its stored rows -> today's rows):
+    checkpoints `python -m tcgleague.checkpoint convert` can restamp (ValueError: not such rows)"""
+    fixed_architecture: Callable[[dict], dict] | None = None
+    """a stored architecture -> the same with what the code fixes (Emberfront: its card count),
+    checked when a checkpoint is loaded without a run's architecture"""
+    search: Callable | None = None
+    """(side, seed, value weight, searchers list) -> the side deciding with a turn-ahead search
+    (search.py's `--lookahead`); None: the game has no search"""
+    judge: Callable[[Path], Any] | None = None
+    """a checkpoint, league mixture or policy table file -> its exact exploitability; None: none"""
+    bench_engine: Callable[[Any], dict] | None = None
+    """`bench engine --game NAME`'s measurement (parsed arguments -> its figures, printed)"""
+    benches: dict[str, Any] = field(default_factory=dict)
+    """`python -m tcgleague.bench` commands only this game has: name -> a module with
+    `add_arguments(parser)` and `run(args) -> figures` (Emberfront's `peer`)"""
     points_unit: str | None = None
     """what a game's return counts (chips), where it is more than a win or a loss"""
     play: Callable | None = None
     """(args, loaded checkpoint, console, read) -> the agent's results: a person plays it in the
     terminal (play.py)"""
-    recorder: Callable[[int, tuple[str, str]], MatchRecorder] | None = None
-    """(games, the two players' names) -> a match recorder for the replay viewer; None: none"""
 
 
-def emberfront_env_kwargs(cfg: Config, seed: int) -> dict:
-    return dict(
-        num_games=cfg.env.num_games,
-        seed=seed,
-        turn_cap=cfg.env.turn_cap,
-        reward_shaping=cfg.env.reward_shaping,
-        deck_pool=cfg.env.deck_pool or None,
-        num_threads=cfg.env.num_threads,
-    )
+class UnknownGame(ValueError):
+    pass
 
 
-def emberfront_policy_config(cfg: Config, n_cards: int) -> PolicyConfig:
-    """The architecture an Emberfront run with this config builds."""
-    p = cfg.policy
-    return PolicyConfig(
-        n_cards=n_cards,
-        card_embed_dim=p.card_embed_dim,
-        entity_dim=p.entity_dim,
-        hidden_size=p.hidden_size,
-        entity_attention_layers=p.entity_attention_layers,
-        legal_scorer_dim=p.legal_scorer_dim,
-        legal_effect_dim=p.legal_effect_dim,
-    )
-
-
-def bots_evaluation(cfg: Config) -> Evaluate:
-    """eval/winrate_vs_<bot>: duplicate matches against the scripted bots."""
-    return lambda policy, sampler, seed: evaluate_vs_bots(policy, sampler, cfg.train.eval_games, seed, cfg.env.turn_cap)
-
-
-def exact_evaluation(cfg: Config) -> Evaluate:
-    """eval/exploitability and eval/nash_conv: OpenSpiel's exact figures, chips per game."""
-    rules = GAMES[cfg.env.game]
-
-    def evaluate(policy: Policy, sampler: Sampler, seed: int) -> dict:
-        judged = policy_exploitability(rules, policy, sampler)
-        return {"eval/exploitability": judged.exploitability, "eval/nash_conv": judged.nash_conv}
-
-    return evaluate
-
-
-def exact_mixture_evaluation(cfg: Config) -> MixtureEvaluate:
-    """eval/mixture_exploitability and eval/mixture_nash_conv: the mixture's reach-weighted
-    average policy judged exactly (exact.members_exploitability)."""
-    rules = GAMES[cfg.env.game]
-
-    def evaluate(members, weights) -> dict:
-        judged = members_exploitability(rules, members, weights)
-        return {"eval/mixture_exploitability": judged.exploitability, "eval/mixture_nash_conv": judged.nash_conv}
-
-    return evaluate
-
-
-EMBERFRONT_GAME = Game(
-    EMBERFRONT,
-    TCGEnv,
-    emberfront_env_kwargs,
-    FAMILIES[TCG],
-    lambda cfg: emberfront_policy_config(cfg, load_card_pool().n_cards),
-    lambda cfg: TCGSampler(primary_temperature=cfg.policy.primary_temperature),
-    bots_evaluation,
-    EMBERFRONT_RUNNER,
-    searches=True,
-    play=play_emberfront,
-    recorder=ReplayRecorder,
-)
-
-
-def exact_judge(name: str) -> Callable[[Path], Exploitability]:
-    """OpenSpiel's exact exploitability of a `name` checkpoint or league mixture file."""
-
-    def judge(path: Path) -> Exploitability:
-        return (mixture_exploitability if is_mixture(read_state(path)) else checkpoint_exploitability)(path, name)
-
-    return judge
-
-
-def poker_play(name: str) -> Callable:
-    """The poker runner as `Runner.play`: `play_duplicate` on the game's table (no turn cap:
-    a poker game ends within a few bets)."""
-
-    def play(learner, opponent, episodes: int, seed: int, parallel: int = 256, turn_cap=None, recorder=None):
-        return play_duplicate(PokerTable(name), learner, opponent, episodes, seed, parallel, recorder)
-
-    return play
-
-
-def poker_game(name: str) -> Game:
-    return Game(
-        name,
-        PokerPufferEnv,
-        lambda cfg, seed: dict(game=name, num_games=cfg.env.num_games, seed=seed),
-        FAMILIES[FLAT],
-        lambda cfg: FlatPolicyConfig(GAMES[name].obs_width, NUM_ACTIONS, cfg.policy.hidden_size),
-        lambda cfg: FlatSampler(primary_temperature=cfg.policy.primary_temperature),
-        exact_evaluation,
-        Runner(
-            poker_play(name),
-            poker_bot_side,
-            poker_training_bots,
-            POKER_BOTS,
-            ALWAYS_CALL,
-            False,
-            POKER_BOTS,
-        ),
-        exact_mixture_evaluation,
-        f"configs/{name}.ini",
-        judge=exact_judge(name),
-        points_unit="chips",
-        play=play_poker,
-        recorder=lambda games, names: PokerReplayRecorder(GAMES[name], games, names),
-    )
-
-
-PLAYABLE = {EMBERFRONT: EMBERFRONT_GAME, **{name: poker_game(name) for name in GAMES}}
-
-
-def game_of(cfg: Config) -> Game:
-    return PLAYABLE[cfg.env.game]
-
-
+@functools.cache
 def game_named(name: str) -> Game:
-    """The game `name` (a checkpoint's fingerprint.checkpoint_game)."""
-    return PLAYABLE[name]
+    """The game `name` (a config's `[env] game`, a checkpoint's fingerprint.checkpoint_game),
+    its module imported on first use."""
+    if name not in GAME_MODULES:
+        raise UnknownGame(f"unknown game {name!r}; valid: {', '.join(GAME_NAMES)}")
+    return importlib.import_module(GAME_MODULES[name]).GAMES[name]
+
+
+def game_of(cfg) -> Game:
+    """The game a config plays."""
+    return game_named(cfg.env.game)
+
+
+def every_game() -> list[Game]:
+    return [game_named(name) for name in GAME_NAMES]
+
+
+def family_of(arch: dict) -> PolicyFamily:
+    """The policy family of a stored architecture dict (no "family" key: the default game's,
+    whose architectures were stored before families had names)."""
+    families = {game.family.name: game.family for game in every_game()}
+    name = arch.get("family") or game_named(DEFAULT_GAME).family.name
+    if name not in families:
+        raise ValueError(f"policy family {name!r} is unknown; valid: {', '.join(sorted(families))}")
+    return families[name]
+
+
+def family_names() -> list[str]:
+    return sorted({game.family.name for game in every_game()})

@@ -1,7 +1,7 @@
 """The game runner: every match in tcgleague is played by `play_duplicate` (evaluate_checkpoint,
 the trainer's periodic evaluation, league candidate matches, the benchmarks), whatever the game;
 a game brings its `Table` (its env, its deals, a finished game's record: Emberfront's in
-emberfront_match.py, poker's in games/poker_match.py) and, for the league, its `Runner`.
+games/emberfront/match.py, poker's in games/poker/match.py) and, for the league, its `Runner`.
 
 A match is `learner` vs `opponent`, two Actors, in the *duplicate* format: each deal is played
 twice, once as dealt and once with the seats' hands exchanged, and the learner keeps its seat,
@@ -162,7 +162,7 @@ class MatchReport:
 
 
 class MatchRecorder(Protocol):
-    """What the runner tells a recorder (replay.record.ReplayRecorder) about its games, when it
+    """What the runner tells a recorder (a game's Runner.recorder) about its games, when it
     is given one: a scheduled game starting in an env game slot, every decision of either side
     before the env steps (the board it was taken on is still in `env`), and each game's end.
     Without one the runner pays nothing: each call is behind a None check."""
@@ -288,8 +288,9 @@ class Runner:
     """the names `training_bots` can give"""
     baseline: str
     """the bot a league candidate must beat"""
-    records: bool
-    """whether the replay recorder can record its games (Emberfront's viewer)"""
     panel: tuple[str, ...]
     """every scripted player a tool can name (`bot_side` takes each): the training bots and
     any held out from training"""
+    recorder: Callable[[int, tuple[str, str]], MatchRecorder] | None = None
+    """(games to record, the two players' names) -> a recorder `play` takes (`recorder=`), whose
+    `games()` are the replay viewer's (replay/record.py); None: its games are not recorded"""

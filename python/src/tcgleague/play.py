@@ -5,7 +5,7 @@ legal actions are a numbered list in words (a wrong answer is asked again), and 
 is shown with its most likely alternatives (its hidden cards unnamed, unless --reveal).
 `--opponent BOT|CKPT` instead watches the agent play one of its game's bots or another
 checkpoint of that game, move by move. Emberfront only: `--deck NAME` deals you that deck, and
-`--lookahead [W]` makes the agent search a turn ahead (lookahead.py) before each move.
+`--lookahead [W]` makes the agent search a turn ahead (search.py; Emberfront's lookahead) before each move.
 Ctrl-C or the end of input leaves cleanly. The checkpoint loads through the validated path
 evaluate_checkpoint uses."""
 
@@ -22,7 +22,7 @@ from .checkpoint import CheckpointError, load_checkpoint
 from .errors import ArgumentError, entry_point
 from .fingerprint import checkpoint_game
 from .game import game_named
-from .games.emberfront.lookahead import add_lookahead_argument
+from .search import add_lookahead_argument
 
 
 def play(args: argparse.Namespace, console: Console, read: Callable[[str], str]) -> list[int]:
@@ -34,8 +34,10 @@ def play(args: argparse.Namespace, console: Console, read: Callable[[str], str])
         raise CheckpointError(
             f"--opponent {args.opponent}: neither a bot ({', '.join(bots)}) of {game.name} nor a checkpoint file"
         )
-    if args.lookahead is not None and not game.searches:
-        raise ArgumentError(f"--lookahead searches Emberfront's engine; {game.name} has no lookahead")
+    if args.lookahead is not None and game.search is None:
+        raise ArgumentError(
+            f"--lookahead searches a turn ahead where the game has a search (Game.search); {game.name} has no lookahead"
+        )
     return game.play(args, loaded, console, read)
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .checkpoint import CheckpointError, FieldError, LoadedCheckpoint
+from .game import family_of
 from .opponent_side import Origin
-from .policy.families import family_of
 from .policy.family import Policy, unwrap
 from .trainer import Trainer
 

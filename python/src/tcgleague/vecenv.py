@@ -1,4 +1,4 @@
-"""One stepping interface over the three ways to run TCGEnv: natively in-process (one C call
+"""One stepping interface over the three ways to run a game's env: natively in-process (one C call
 for every game), or through pufferlib.vector's Serial / Multiprocessing backends; and the
 trainer's parts of the games that take turns (`GameParts`: the env steps one part while the
 learner decides for another)."""
@@ -13,7 +13,6 @@ import pufferlib.vector
 import torch
 
 from .config import ConfigError
-from .games.emberfront.env import TCGEnv
 from .rows import RowFormat, game_of, rows_of
 
 
@@ -126,14 +125,10 @@ class VecEnv:
         return obs
 
     @property
-    def engine_env(self) -> TCGEnv | None:
-        """The in-process TCGEnv (native backend), where a bot that searches inside the C engine
-        (greedy) can play; None for the pufferlib.vector backends."""
+    def engine_env(self):
+        """The in-process env (native backend), where a bot that searches inside Emberfront's C
+        engine (greedy) can play; None for the pufferlib.vector backends."""
         return self._env
-
-    @property
-    def card_pool(self):
-        return (self._env or self._vec.driver_env).pool
 
     def close(self) -> None:
         (self._env or self._vec).close()

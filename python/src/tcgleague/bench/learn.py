@@ -2,7 +2,7 @@
 steps (or for --minutes of wall time), evaluating vs the bots every --eval-every steps on the
 way (the learning curve), then evaluates the final checkpoint through evaluate_checkpoint's
 core (same load-and-validate path) vs random and greedy over --episodes duplicate games each:
-as the policy plays, and again searching a turn ahead (--lookahead W, lookahead.py; figures
+as the policy plays, and again searching a turn ahead (--lookahead W, search.py; figures
 suffixed `_lookahead`; 0 = not).
 
 With --league, the league (--league-config) and the self-play baseline (--config) train with
@@ -34,12 +34,13 @@ from ..errors import ArgumentError
 from ..evaluate_checkpoint import evaluate_loaded, evaluate_panel
 from ..exploit.cli import DEFAULT_STEPS
 from ..exploit.cli import execute as execute_exploit
-from ..games.emberfront.bots import BOTS
-from ..games.emberfront.lookahead import DEFAULT_VALUE_WEIGHT, is_value_weight
+from ..game import game_of
 from ..league.mixture import MIXTURE_FILE
 from ..logger import METRICS_FILE, RunLogger
+from ..match import Runner
 from ..report.data import read_metrics
 from ..resume import ResumeOptions, apply_resume
+from ..search import DEFAULT_VALUE_WEIGHT, is_value_weight
 from ..train import checkpoint_writer
 from .common import print_table
 from .learn_exact import final_figures, head_to_head, judged_exactly, league_rows
@@ -146,7 +147,10 @@ def train_one(
     minutes = (time.perf_counter() - start) / 60.0 + earlier_minutes
     print(f"{tag}: {trainer.global_step:,} steps ({trainer.epoch} epochs) in {minutes:.1f} min; {final[-1]}")
     figures = {"steps": trainer.global_step, "epochs": trainer.epoch, "minutes": minutes, "config": config}
-    figures.update(checkpoint=str(final[-1]), run_dir=str(run_dir), **run_figures(read_metrics(run_dir / METRICS_FILE)))
+    runner = game_of(cfg).runner
+    figures.update(
+        checkpoint=str(final[-1]), run_dir=str(run_dir), **run_figures(read_metrics(run_dir / METRICS_FILE), runner)
+    )
     figures["resumed_from"] = str(continuation.checkpoint) if continuation else None
     if judged_exactly(cfg):
         delivered = cfg.league.enable and cfg.league.deliverable == "nash_mixture"
@@ -154,7 +158,7 @@ def train_one(
         figures.update(final_figures(final[-1], read_metrics(run_dir / METRICS_FILE), mixture))
         return figures
     final_checkpoint = load_checkpoint(final[-1])
-    for bot in BOTS:
+    for bot in runner.bots:
         figures.update(bot_figures(evaluate_loaded(final_checkpoint, bot, args.episodes, args.seed), bot))
         if args.lookahead:
             r = evaluate_loaded(final_checkpoint, bot, args.episodes, args.seed, lookahead=args.lookahead)
@@ -256,15 +260,15 @@ def bot_figures(r: dict, bot: str, suffix: str = "") -> dict:
     return {f"{names.get(k, k)}_vs_{bot}{suffix}": r[k] for k in keys}
 
 
-def run_figures(metrics: list[dict]) -> dict:
-    """From a run's metrics.jsonl records: its curve, the periodic evaluations in step order
-    ([{step, winrate_vs_<bot>...}]), and its SPS, the median of the epochs' learner steps per
+def run_figures(metrics: list[dict], runner: Runner) -> dict:
+    """From a run's metrics.jsonl records: its curve, the periodic evaluations against the game's
+    bots in step order ([{step, winrate_vs_<bot>...}]), and its SPS, the median of the epochs' learner steps per
     second (collect + update; evaluations and checkpoints between epochs are not training):
     robust to a neighbour's burst on a shared box."""
     curve = [
-        {"step": m["global_step"], **{f"winrate_vs_{b}": m[f"eval/winrate_vs_{b}"] for b in BOTS}}
+        {"step": m["global_step"], **{f"winrate_vs_{b}": m[f"eval/winrate_vs_{b}"] for b in runner.bots}}
         for m in metrics
-        if "eval/winrate_vs_greedy" in m
+        if f"eval/winrate_vs_{runner.baseline}" in m
     ]
     return {"curve": curve, "sps": statistics.median(m["perf/sps"] for m in metrics if "perf/sps" in m)}
 
@@ -274,14 +278,15 @@ def interval(f: dict, bot: str, suffix: str = "") -> str:
     return f"{f['winrate' + key]:.3f} [{f['wilson_low' + key]:.3f}, {f['wilson_high' + key]:.3f}]"
 
 
-def rows_of(f: dict, name: str, episodes: int) -> list[tuple[str, str, str]]:
+def rows_of(f: dict, name: str, episodes: int, runner: Runner) -> list[tuple[str, str, str]]:
     rows = [(f"{name}: steps / minutes / SPS", f"{f['steps']:,} / {f['minutes']:.1f} / {f['sps']:,.0f}", "")]
-    rows += [(f"{name}: vs {bot} ({episodes} duplicate games)", interval(f, bot), "") for bot in BOTS]
+    rows += [(f"{name}: vs {bot} ({episodes} duplicate games)", interval(f, bot), "") for bot in runner.bots]
     if f.get("lookahead"):
         searching = f"{name} + lookahead {f['lookahead']:g}"
-        rows += [(f"{searching}: vs {bot}", interval(f, bot, LOOKAHEAD_SUFFIX), "") for bot in BOTS]
-    curve = " ".join(f"{p['step'] / 1e6:.1f}M:{p['winrate_vs_greedy']:.2f}" for p in f["curve"])
-    return [*rows, (f"{name}: curve vs greedy", curve or "(no curve points)", "")]
+        rows += [(f"{searching}: vs {bot}", interval(f, bot, LOOKAHEAD_SUFFIX), "") for bot in runner.bots]
+    baseline = f"winrate_vs_{runner.baseline}"
+    curve = " ".join(f"{p['step'] / 1e6:.1f}M:{p[baseline]:.2f}" for p in f["curve"])
+    return [*rows, (f"{name}: curve vs {runner.baseline}", curve or "(no curve points)", "")]
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -300,8 +305,8 @@ def run(args: argparse.Namespace) -> dict:
             raise ArgumentError("--baseline: a self-play baseline is only compared with --league")
         figures = train_one(*jobs[0])
         figures.update(episodes=args.episodes, command=args.command, label=args.label)
-        exactly = judged_exactly(configs["learn"])
-        rows = exact_rows(figures, "final") if exactly else rows_of(figures, "final", args.episodes)
+        exactly, runner = judged_exactly(configs["learn"]), game_of(configs["learn"]).runner
+        rows = exact_rows(figures, "final") if exactly else rows_of(figures, "final", args.episodes, runner)
         print_table(f"learning ({args.config})", rows)
         return figures
     if judged_exactly(configs["selfplay"]):
@@ -339,9 +344,9 @@ def run(args: argparse.Namespace) -> dict:
     print_table(
         f"league ({args.league_config}) vs self-play ({args.config}), same seed and steps",
         [
-            *rows_of(league, "league", args.episodes),
+            *rows_of(league, "league", args.episodes, game_of(configs["league"]).runner),
             *judged_rows(league, "league"),
-            *rows_of(selfplay, "self-play", args.episodes),
+            *rows_of(selfplay, "self-play", args.episodes, game_of(configs["selfplay"]).runner),
             *judged_rows(selfplay, "self-play"),
             (f"league vs self-play ({r['episodes']} duplicate games)", head, "> 0.5"),
         ],

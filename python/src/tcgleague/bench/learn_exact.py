@@ -11,10 +11,10 @@ from pathlib import Path
 
 from ..checkpoint import load_checkpoint
 from ..checkpoint.deployed import checkpoint_sampler
+from ..checkpoint.files import read_state
 from ..config import Config
-from ..exact import checkpoint_exploitability, mixture_exploitability
-from ..game import game_of
-from ..games.poker.rules import GAMES
+from ..fingerprint import checkpoint_game
+from ..game import game_named, game_of
 from ..match import policy_side
 from ..rng import stream_seed
 
@@ -22,7 +22,7 @@ TARGET = 0.1  # the league's final exploitability we ask for (chips per game): a
 
 
 def judged_exactly(cfg: Config) -> bool:
-    return cfg.env.game in GAMES
+    return game_of(cfg).judge is not None
 
 
 def curve_of(metrics: list[dict], key: str) -> list[dict]:
@@ -33,12 +33,13 @@ def final_figures(checkpoint: Path, metrics: list[dict], mixture: Path | None = 
     """What the run delivers judged exactly: its final learner's exploitability, NashConv and
     curve (eval/exploitability) or, with `mixture` (the league's league_policy.pt), the
     mixture's (eval/mixture_exploitability), the learner's then kept as `learner_*`."""
-    judged = checkpoint_exploitability(checkpoint)
+    judge = game_named(checkpoint_game(read_state(checkpoint))).judge
+    judged = judge(checkpoint)
     learner = {"exploitability": judged.exploitability, "nash_conv": judged.nash_conv}
     learner["curve"] = curve_of(metrics, "eval/exploitability")
     if mixture is None:
         return learner
-    delivered = mixture_exploitability(mixture)
+    delivered = judge(mixture)
     return {
         "exploitability": delivered.exploitability,
         "nash_conv": delivered.nash_conv,

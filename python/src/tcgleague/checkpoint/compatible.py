@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..fingerprint import CONVERTIBLE_LAYOUTS, action_space_hash, checkpoint_game, obs_layout_hash, short, versions
-from ..games.emberfront.engine.cards import load_card_pool
-from ..games.poker.rules import EMBERFRONT, GAME_NAMES
-from ..policy.families import TCG
+from ..fingerprint import action_space_hash, checkpoint_game, obs_layout_hash, short, versions
+from ..game import GAME_NAMES, game_named
 from .field_types import CheckpointError
 
 
@@ -39,21 +37,24 @@ def unverifiable_warning(path: Path, state: dict, strict: bool) -> str:
 def check_compatible(path: Path, state: dict, fp: dict, policy_config, run_game: str | None = None) -> dict:
     """Refuses another game than `run_game` (a resume's, or the Emberfront tools'), a different
     observation layout, action space or architecture; returns the stored architecture
-    (`policy_config` None: the stored one, Emberfront's checked against the code's card count)."""
+    (`policy_config` None: the stored one, checked against what the code fixes in it:
+    Game.fixed_architecture, Emberfront's card count)."""
     where = f"checkpoint {path} is incompatible with this code"
     game = checkpoint_game(state)
     if game not in GAME_NAMES:
         raise CheckpointError(f"{where}: it plays {game!r}; this code plays {', '.join(GAME_NAMES)}")
     if run_game is not None and game != run_game:
-        judge = " (a poker checkpoint is judged by `python -m tcgleague.exact CKPT`)" if run_game == EMBERFRONT else ""
+        judged = game_named(game).judge is not None and game_named(run_game).judge is None
+        judge = f" (a {game} checkpoint is judged by `python -m tcgleague.exact CKPT`)" if judged else ""
         raise CheckpointError(f"checkpoint {path} plays {game}, not {run_game}{judge}")
     for key, current, what in (
         ("obs_layout_hash", obs_layout_hash(game), "observation layout hash"),
         ("action_space_hash", action_space_hash(game), "action space hash"),
     ):
-        if fp and fp.get(key) in CONVERTIBLE_LAYOUTS and key == "obs_layout_hash":
+        if fp and fp.get(key) in game_named(game).convertible_layouts and key == "obs_layout_hash":
             raise CheckpointError(
-                f"{where}: it was written for {CONVERTIBLE_LAYOUTS[fp[key]]}; its policy reads the same features, "
+                f"{where}: it was written for {game_named(game).convertible_layouts[fp[key]][0]}; its policy reads "
+                "the same features, "
                 f"so `python -m tcgleague.checkpoint convert {path}` rewrites it for this code"
             )
         if fp and fp.get(key) != current:
@@ -61,8 +62,8 @@ def check_compatible(path: Path, state: dict, fp: dict, policy_config, run_game:
     stored_arch = dict(state["policy_config"])
     if policy_config is not None:
         expected, label = policy_config.to_dict(), "(checkpoint vs this run's config)"
-    elif stored_arch.get("family", TCG) == TCG:  # Emberfront's policy embeds the code's card table
-        expected, label = dict(stored_arch, n_cards=load_card_pool().n_cards), "(checkpoint vs the code's card pool)"
+    elif game_named(game).fixed_architecture is not None:  # Emberfront's policy embeds the code's card table
+        expected, label = game_named(game).fixed_architecture(stored_arch), "(checkpoint vs what the code fixes)"
     else:
         return stored_arch  # nothing the code fixes: the stored architecture is the one to build
     diffs = architecture_differences(stored_arch, expected)

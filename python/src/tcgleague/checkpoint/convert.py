@@ -1,7 +1,7 @@
 """`python -m tcgleague.checkpoint convert OLD.pt [NEW.pt]`: an older checkpoint rewritten as one
 this code loads: numpy values (which `weights_only` loading refuses) as tensors and plain
-containers, and a checkpoint of a convertible observation layout (`CONVERTIBLE_LAYOUTS`: the
-same features, stored differently) restamped with today's, its env buffers' rows re-encoded so
+containers, and a checkpoint of a convertible observation layout (the
+same features, stored differently: `Game.convertible_layouts`) restamped with today's, its env buffers' rows re-encoded so
 its resume stays exact.
 
 The old file is read with `weights_only=True` plus an allowlist of numpy's array and scalar
@@ -18,8 +18,8 @@ import torch
 
 from ..atomic import atomic_write
 from ..errors import entry_point, output_file
-from ..fingerprint import CONVERTIBLE_LAYOUTS, obs_layout_hash
-from ..games.emberfront.layout import ACTION_WIDTH, COUNT, MAX_LEGAL, OBS_SIZE, compact_np
+from ..fingerprint import checkpoint_game, obs_layout_hash
+from ..game import GAME_NAMES, game_named
 from .files import CheckpointError, LoadedCheckpoint, load_checkpoint, read_state, verify_archive
 
 _multiarray = (getattr(np, "_core", None) or np.core).multiarray
@@ -53,20 +53,6 @@ def running_games(state: dict) -> list[dict]:
     return [r for r in runs if isinstance(r, dict) and isinstance(r.get("env"), dict) and "buffers" in r["env"]]
 
 
-def compact_float32_rows(rows: torch.Tensor) -> torch.Tensor:
-    """Observation rows of the float32 layout (the legal count after the tuples) as compact rows,
-    exactly: a resumed run's env buffers then hold what today's engine would have written."""
-    if rows.dtype != torch.float32 or rows.ndim != 2 or rows.shape[1] != OBS_SIZE:
-        return rows  # already compact (or not observations at all: the field checks say so)
-    f, tuples = rows.numpy(), MAX_LEGAL * ACTION_WIDTH
-    count = COUNT + tuples  # where the float32 layout kept the legal count: after the tuples
-    features = np.concatenate([f[:, :COUNT], f[:, count : count + 1], f[:, COUNT:count], f[:, count + 1 :]], 1)
-    try:
-        return torch.from_numpy(compact_np(features))
-    except ValueError as err:
-        raise CheckpointError(f"convert: the env buffers' observations: {err}; not a float32-row checkpoint") from None
-
-
 def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
     """Writes `src` as a checkpoint that loads with weights_only=True at `dst` (a new path)."""
     src, dst = Path(src), Path(dst)
@@ -74,11 +60,18 @@ def convert_checkpoint(src: Path, dst: Path) -> LoadedCheckpoint:
     if dst.exists():
         raise CheckpointError(f"convert: {dst} exists; give a new path for the converted checkpoint")
     state = plain(read_state(src, NUMPY_GLOBALS))
-    fingerprint = state.get("fingerprint")
-    if isinstance(fingerprint, dict) and fingerprint.get("obs_layout_hash") in CONVERTIBLE_LAYOUTS:
-        fingerprint["obs_layout_hash"] = obs_layout_hash()
+    fingerprint, game = state.get("fingerprint"), checkpoint_game(state)
+    layouts = game_named(game).convertible_layouts if game in GAME_NAMES else {}
+    if isinstance(fingerprint, dict) and fingerprint.get("obs_layout_hash") in layouts:
+        what, to_today = layouts[fingerprint["obs_layout_hash"]]
+        fingerprint["obs_layout_hash"] = obs_layout_hash(game)
         for run in running_games(state):
-            run["env"]["buffers"]["observations"] = compact_float32_rows(run["env"]["buffers"]["observations"])
+            try:
+                run["env"]["buffers"]["observations"] = to_today(run["env"]["buffers"]["observations"])
+            except ValueError as err:
+                raise CheckpointError(
+                    f"convert: the env buffers' observations: {err}; not a checkpoint of {what}"
+                ) from None
     atomic_write(dst, lambda f: torch.save(state, f))
     try:
         return load_checkpoint(dst)

@@ -3,8 +3,8 @@ annealed values, and the turn cap its run played with."""
 
 from __future__ import annotations
 
-from ..games.emberfront.layout import DEFAULT_TURN_CAP
-from ..policy.families import family_of
+from ..config.sections import EnvSection
+from ..game import family_of
 from ..policy.family import Sampler
 from .files import CheckpointError, LoadedCheckpoint
 
@@ -24,8 +24,9 @@ def checkpoint_sampler(loaded: LoadedCheckpoint, temperature: float | None = Non
 
 
 def checkpoint_turn_cap(loaded: LoadedCheckpoint) -> int:
-    """The turn cap the checkpoint's run played with (its games are judged at the same cap)."""
-    turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", DEFAULT_TURN_CAP)
+    """The turn cap the checkpoint's run played with (its games are judged at the same cap; a
+    config that names none ran the default)."""
+    turn_cap = ((loaded.state.get("config") or {}).get("env") or {}).get("turn_cap", EnvSection.turn_cap)
     if isinstance(turn_cap, bool) or not isinstance(turn_cap, int) or turn_cap < 1:
         raise CheckpointError(f"checkpoint {loaded.path} is damaged: field config.env.turn_cap: {turn_cap!r}")
     return turn_cap

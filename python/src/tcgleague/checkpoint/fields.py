@@ -23,12 +23,8 @@ import torch
 
 from ..config.validate import MAX_ATTENTION_LAYERS, MAX_WIDTH
 from ..fingerprint import checkpoint_game
-from ..games.emberfront.layout import ACTION_WIDTH
-from ..games.emberfront.policy import OPTIONAL_WIDTHS
-from ..games.emberfront.sampler import TCGSampler
-from ..games.poker.rules import ACTION_WIDTH as POKER_ACTION_WIDTH
-from ..games.poker.rules import EMBERFRONT, GAMES
-from ..policy.families import FAMILIES
+from ..game import GAME_NAMES, every_game, family_names, game_named
+from ..policy.sampling import SamplingParameters
 from .field_types import (
     FieldError,
     _count,
@@ -60,11 +56,12 @@ def _policy(v: Any, field: str) -> None:
 
 def _policy_config(v: Any, field: str) -> None:
     """Bounded too: a loader allocates whatever a crafted architecture asks for."""
+    optional_widths = {name for game in every_game() for name in game.family.optional_widths}
     for k, x in _dict(v, field).items():
         if k == "family":
-            _require(x in FAMILIES, f"{field}.{k}", f"expected one of {', '.join(sorted(FAMILIES))}, got {x!r}")
+            _require(x in family_names(), f"{field}.{k}", f"expected one of {', '.join(family_names())}, got {x!r}")
             continue
-        low = 0 if k in OPTIONAL_WIDTHS else 1
+        low = 0 if k in optional_widths else 1
         high = MAX_ATTENTION_LAYERS if k == "entity_attention_layers" else MAX_WIDTH
         ok = isinstance(k, str) and _is_int(x) and low <= x <= high
         _require(ok, f"{field}.{k}", f"expected an integer in [{low}, {high}], got {x!r}")
@@ -87,7 +84,7 @@ def _sampling(v: Any, field: str, prefix: str = "") -> None:
     _numbers(v, field)
     params = {k[len(prefix) :]: x for k, x in v.items() if k.startswith(prefix)}
     try:
-        TCGSampler.from_params(params)
+        SamplingParameters.from_params(params)
     except ValueError as err:
         raise FieldError(field, str(err)) from None
 
@@ -138,7 +135,8 @@ def check_fields(state: dict) -> None:
 def _actions_fit_the_game(state: dict) -> None:
     """The running games' last actions are as wide as an action of the checkpoint's game (its
     fingerprint's), on every rank's part."""
-    width = ACTION_WIDTHS.get(checkpoint_game(state))
+    game = checkpoint_game(state)
+    width = game_named(game).action_width if game in GAME_NAMES else None
     ranks = ((state.get("dist") or {}).get("ranks") or {}).items()
     parts = [("run_state", state.get("run_state"))]
     parts += [(f"dist.ranks.{rank}.run_state", part.get("run_state")) for rank, part in ranks]
@@ -149,7 +147,6 @@ def _actions_fit_the_game(state: dict) -> None:
 
 
 MAX_WORLD_SIZE = 1 << 16
-ACTION_WIDTHS = {EMBERFRONT: ACTION_WIDTH, **{name: POKER_ACTION_WIDTH for name in GAMES}}  # integers per action
 
 
 def _dist(v: Any, field: str) -> None:

@@ -5,7 +5,7 @@ half-written file where a complete one is expected; `max_checkpoints` retention 
 A checkpoint is a plain `torch.save` dict (readable with `torch.load(path, weights_only=True)`):
 
     format, format_version     "tcgleague-checkpoint", 1
-    policy, policy_config      weights (uncompiled keys) and the family's config `to_dict()` (policy/families.py)
+    policy, policy_config      weights (uncompiled keys) and the family's config `to_dict()` (game.family_of)
     optimizer, scheduler       Adam and LR-scheduler state
     global_step, epoch         where training stood
     anneal_offset, anneal      anneal step offset and the values in force (sampler/..., anneal/...)
@@ -58,7 +58,7 @@ from ..fingerprint import (
     compute_fingerprint,
     source_hashes,
 )
-from ..policy.families import family_of
+from ..game import family_of
 from .compatible import changed_sources_warning, check_compatible, unverifiable_warning, version_notes
 from .field_types import CheckpointError, FieldError
 from .fields import check_against_policy, check_fields, check_resume_fields
@@ -186,7 +186,7 @@ def save_policy(
 class LoadedCheckpoint:
     path: Path
     state: dict
-    policy_config: Any  # the policy family's config dataclass (policy/families.py)
+    policy_config: Any  # the policy family's config dataclass (game.family_of)
     policy: nn.Module
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)

@@ -1,7 +1,7 @@
 """Config validation: impossible values and combinations, each named by `[section] key` with a
 valid value (`validate`, which runs one small validator per section, in VALIDATORS order; the
 [league] ones live in validate_league.py), and the files a config points at (`check_files`: the
-deck pool, the experiments directory), checked before a run creates anything."""
+game's data files, such as Emberfront's deck pool, and the experiments directory), checked before a run creates anything."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from pathlib import Path
 
 import torch
 
-from ..games.emberfront.engine.cards import CardDataError, deck_weights, load_card_pool
-from ..games.poker.rules import EMBERFRONT, GAME_NAMES
+from ..game import GAME_NAMES, every_game, game_named
 from ..rows import ROWS_PER_GAME
 from .sections import (
     ANNEALS,
@@ -125,38 +124,30 @@ def validate_env(cfg: Config, check: Check) -> None:
     if e.overlap == "true":
         check(cfg.vec.backend == "native", "env", "overlap", "true needs [vec] backend = native (one engine)")
         check(e.num_games >= 2, "env", "overlap", "true needs [env] num_games >= 2 (two halves)")
-        check(e.game == EMBERFRONT, "env", "overlap", f"true needs [env] game = {EMBERFRONT} (the C engine's halves)")
-
-
-# Keys only Emberfront's env and policy read; another game's config that sets one is refused
-# rather than silently run without it.
-EMBERFRONT_KEYS = (
-    ("env", "turn_cap"),
-    ("env", "reward_shaping"),
-    ("env", "deck_pool"),
-    ("env", "num_threads"),
-    ("policy", "card_embed_dim"),
-    ("policy", "entity_dim"),
-    ("policy", "entity_attention_layers"),
-    ("policy", "legal_scorer_dim"),
-    ("policy", "legal_effect_dim"),
-    ("policy", "subaction_temperature_initial"),
-    ("policy", "subaction_temperature_final"),
-)
+        overlapping = [game.name for game in every_game() if game.overlaps]
+        check(
+            e.game not in GAME_NAMES or game_named(e.game).overlaps,
+            "env",
+            "overlap",
+            f"true needs [env] game = {' | '.join(overlapping)} (an env that steps half its games)",
+        )
 
 
 def validate_game_keys(cfg: Config, check: Check) -> None:
-    """Emberfront's keys in another game's config: refused when changed from their defaults."""
-    if cfg.env.game == EMBERFRONT:
+    """Another game's own keys (`Game.own_keys`) in this game's config: refused when changed from
+    their defaults, rather than silently run without them."""
+    if cfg.env.game not in GAME_NAMES:
         return
     defaults = Config()
-    for section, key in EMBERFRONT_KEYS:
-        check(
-            getattr(getattr(cfg, section), key) == getattr(getattr(defaults, section), key),
-            section,
-            key,
-            f"only [env] game = {EMBERFRONT} reads it; [env] game = {cfg.env.game} would ignore it (remove it)",
-        )
+    mine = set(game_named(cfg.env.game).own_keys)
+    for game in every_game():
+        for section, key in set(game.own_keys) - mine:
+            check(
+                getattr(getattr(cfg, section), key) == getattr(getattr(defaults, section), key),
+                section,
+                key,
+                f"only [env] game = {game.name} reads it; [env] game = {cfg.env.game} would ignore it (remove it)",
+            )
 
 
 def validate_vec(cfg: Config, check: Check) -> None:
@@ -375,14 +366,10 @@ def _nearest_existing(path: Path) -> Path:
 
 
 def check_files(cfg: Config) -> None:
-    """The files and folders the config names: the deck pool must parse against the card pool,
+    """The files and folders the config names: the game's data (Emberfront's deck pool must parse),
     and the experiments directory must be (or be creatable as) a writable directory."""
-    errors: list[str] = []
-    if cfg.env.deck_pool:
-        try:
-            deck_weights(load_card_pool(), cfg.env.deck_pool)
-        except CardDataError as err:
-            errors.append(f"[env] deck_pool = {cfg.env.deck_pool!r}: {err}")
+    game = game_named(cfg.env.game)
+    errors: list[str] = game.check_files(cfg) if game.check_files else []
     experiments = Path(cfg.base.experiments_dir)
     existing = _nearest_existing(experiments.absolute())
     if not existing.is_dir():

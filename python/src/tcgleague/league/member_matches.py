@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 import torch
 
 from ..match import Runner, policy_side
-from ..replay import record_match, replay_document, write_replays
+from ..replay import replay_document, write_replays
 from ..rng import stream_seed
 from ..scoring import Tally
 from .members import MemberStore
@@ -82,7 +82,7 @@ class MemberMatches:
             raise TypeError(f"members play on the run's device (a torch.device), got {device!r}")
         self.store, self.runner, self.device, self.seed, self.turn_cap = store, runner, device, int(seed), turn_cap
         self.replays = Path(replays) if replays is not None else None
-        self.replay_games = int(replay_games) if runner.records else 0
+        self.replay_games = int(replay_games) if runner.recorder else 0
 
     def side(self, member_id: str, seed: int):
         if member_id in self.runner.bots:
@@ -107,8 +107,9 @@ class MemberMatches:
             return lambda: self.runner.play(*sides, games, seed, **extra).tally
 
         def play_and_record() -> Tally:
-            report, recorded = record_match(*sides, games, seed, (a, b), record=self.replay_games, **extra)
-            document = replay_document(recorded, title=f"league: {a} vs {b}", seed=seed, **extra)
+            recorder = self.runner.recorder(self.replay_games, (a, b))
+            report = self.runner.play(*sides, games, seed, recorder=recorder, **extra)
+            document = replay_document(recorder.games(), title=f"league: {a} vs {b}", seed=seed, **extra)
             write_replays(self.replays / recording_name(a, b), document)
             self.forget_old_recordings()
             return report.tally

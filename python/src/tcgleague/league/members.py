@@ -25,9 +25,8 @@ from pathlib import Path
 
 from ..atomic import atomic_write
 from ..checkpoint import CheckpointError, load_checkpoint, save_policy
-from ..games.poker.rules import EMBERFRONT
+from ..game import DEFAULT_GAME, family_of
 from ..opponent_side import Origin
-from ..policy.families import family_of
 from ..policy.family import Policy, Sampler, freeze, strip_compile_prefix
 
 
@@ -60,7 +59,7 @@ def in_memory(state: dict) -> dict:
 class MemberStore:
     """Pool members oldest first, their weights on disk (or in memory), a load cache."""
 
-    def __init__(self, directory: str | Path | None = None, game: str = EMBERFRONT):
+    def __init__(self, directory: str | Path | None = None, game: str = DEFAULT_GAME):
         """`directory`: the run's league directory (`<run>/league`); None = weights in memory.
         `game`: what the members play (stamped into their files' fingerprints)."""
         self.game = game

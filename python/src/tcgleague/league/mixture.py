@@ -26,7 +26,7 @@ from ..actors import PolicyActor
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..checkpoint.files import write_checkpoint
 from ..fingerprint import checkpoint_game
-from ..policy.families import family_of
+from ..game import family_of
 from ..policy.family import Policy, Sampler, freeze
 from .manager import LeagueManager
 

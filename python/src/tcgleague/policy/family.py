@@ -11,11 +11,31 @@ contract and nothing else."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
 import torch
 from torch import nn
+
+
+@dataclass(frozen=True)
+class PolicyFamily:
+    """A policy family as a checkpoint names it (its `policy_config`'s "family"): what the
+    checkpoint files, the league's member store and the tools need to rebuild a policy and its
+    sampler without knowing the game."""
+
+    name: str
+    config_from_dict: Callable[[dict], Any]
+    """a stored architecture dict -> the family's config dataclass (ValueError on unknown keys)"""
+    build: Callable[[Any, int], nn.Module]
+    """(config, seed) -> a freshly initialised policy (the global RNG untouched)"""
+    from_state: Callable[[dict, Any], nn.Module]
+    """(weights, config) -> a policy holding them (compile prefixes stripped; raises on a mismatch)"""
+    sampler_from_params: Callable[[dict | None], Sampler]
+    """a `get_sampling_params()` dict (or None: the defaults) -> a sampler set to it"""
+    optional_widths: tuple[str, ...] = ()
+    """architecture fields where 0 means "off" (every other width is at least 1)"""
+
 
 COMPILE_PREFIX = "_orig_mod."  # what torch.compile inserts into a wrapped module's state-dict keys
 

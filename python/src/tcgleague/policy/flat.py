@@ -2,7 +2,7 @@
 softmax over the few actions the row's legal mask allows (a game brings its own policy family).
 
 A row of such a game is `obs_width` bytes of 0/1 features whose last `num_actions` bytes are the
-legal mask (the poker rows of games/rules.py: OpenSpiel's information-state tensor, then the
+legal mask (the poker rows of games/poker/rules.py: OpenSpiel's information-state tensor, then the
 fold / call / raise mask). An action is one integer, the index of a legal action.
 
 `FlatSampler` keeps the sampling parameters of every family ([3]: primary_temperature,
@@ -20,10 +20,10 @@ import torch
 from torch import nn
 
 from ..recurrent import lstm_cell
-from .family import config_from_dict, seeded, with_weights
+from .family import PolicyFamily, config_from_dict, seeded, with_weights
 from .sampling import SamplingParameters, stage_logp
 
-FAMILY = "flat_lstm"  # the name a checkpoint's policy_config carries (policy/families.py)
+FAMILY = "flat_lstm"  # the name a checkpoint's policy_config carries (game.family_of)
 MAX_ACTIONS = 8  # uniform draws per decision: a flat game has at most this many actions
 
 
@@ -150,3 +150,8 @@ class FlatSampler(SamplingParameters):
         entropy = -(logp.exp() * logp).masked_fill(~legal, 0.0).sum(-1)
         zero = torch.zeros_like(logprob)
         return torch.where(any_legal, logprob, zero), torch.where(any_legal, entropy, zero)
+
+
+FLAT_FAMILY = PolicyFamily(
+    FAMILY, FlatPolicyConfig.from_dict, build_flat_policy, flat_policy_from_state, FlatSampler.from_params
+)

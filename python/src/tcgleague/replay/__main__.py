@@ -16,7 +16,7 @@ from pathlib import Path
 from ..checkpoint import load_checkpoint
 from ..errors import ArgumentError, entry_point
 from ..evaluate_checkpoint import checkpoint_of_game, evaluate_loaded, replay_names, save_replays
-from ..games.emberfront.lookahead import add_lookahead_argument
+from ..search import add_lookahead_argument
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -45,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     loaded = load_checkpoint(args.checkpoint, policy_config=None, mixture_ok=True)
     game = checkpoint_of_game(loaded)
-    if game.recorder is None:
+    if game.runner.recorder is None:
         raise ArgumentError(f"the replay viewer does not draw {game.name} games")
     args.opponent = args.opponent or game.runner.baseline
     games = 2 * -(-args.games // 2)
-    recorder = game.recorder(games, replay_names(args.checkpoint, args.opponent))
+    recorder = game.runner.recorder(games, replay_names(args.checkpoint, args.opponent))
     options = dict(argmax=args.argmax, lookahead=args.lookahead, parallel=games, recorder=recorder)
     report = evaluate_loaded(loaded, args.opponent, games, args.seed, **options)
     viewer = save_replays(report, recorder, args.out)

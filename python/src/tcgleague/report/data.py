@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..errors import ArgumentError
 from ..fingerprint import checkpoint_game
-from ..game import EMBERFRONT_GAME, game_named
+from ..game import game_named
 from ..league.events import EVENTS_FILE, read_events
 from ..league.manager import STATE_FILE
 from ..logger import METRICS_FILE
@@ -28,7 +28,7 @@ class RunData:
     replays: dict | None = None  # the run's newest recorded games, capped (replay.viewer.combined_replays)
     events: list[dict] = field(default_factory=list)  # league/events.jsonl, the league's history
     exploits: dict[str, list[dict]] = field(default_factory=dict)  # file stem -> a best response's curve
-    bots: tuple[str, ...] = EMBERFRONT_GAME.runner.bots  # the run's game's bots (its checkpoints say which game)
+    bots: tuple[str, ...] = ()  # the run's game's bots (its checkpoints say which game)
 
     def decisions(self) -> list[dict]:
         """The promotion decisions, oldest first: the event log's (every one), else the state

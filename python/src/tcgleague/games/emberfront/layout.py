@@ -20,6 +20,7 @@ import torch
 
 from .engine import LAYOUT
 
+NAME = "emberfront"  # the game's name ([env] game, a checkpoint's fingerprint)
 OBS_SIZE: int = LAYOUT["obs_size"]  # features per row
 OBS_BYTES: int = LAYOUT["obs_bytes"]  # bytes per compact row, as the env writes it
 WIDE: int = LAYOUT["obs_wide_count"]  # the int16 features at the start of a compact row (int8 after)
@@ -33,6 +34,22 @@ PASS: int = LAYOUT["action_types"]["pass"]  # the action type that ends a turn /
 DRAW = 2  # an episode record's `winner` when nobody won (the engine's code)
 DEFAULT_TURN_CAP: int = LAYOUT["default_turn_cap"]
 HEAD_SIZES = (LAYOUT["n_action_types"], LAYOUT["n_a"], LAYOUT["n_b"], LAYOUT["n_c"])  # the four action stages
+# What an action means (the checkpoint fingerprint's action_space_hash; the rest of LAYOUT is the
+# observation's, its obs_layout_hash).
+ACTION_SPACE = {
+    key: LAYOUT[key]
+    for key in (
+        "n_action_types",
+        "n_a",
+        "n_b",
+        "n_c",
+        "max_legal",
+        "action_width",
+        "action_types",
+        "none_entity",
+        "none_slot",
+    )
+}
 
 
 def features(obs: torch.Tensor) -> torch.Tensor:

@@ -21,56 +21,20 @@ one batched value pass per step: about 10x a plain evaluation on our 2-core CPU.
 
 from __future__ import annotations
 
-import argparse
-import math
-
 import numpy as np
 import torch
 
 from ...actors import Decision, PolicyActor
 from ...match import ActorFactory
 from ...rows import game_of
+from ...search import DEFAULT_VALUE_WEIGHT, check_value_weight
 from .engine import LOOKAHEAD_STATUS
 from .env import TCGEnv
 from .layout import MAX_LEGAL, OBS_BYTES, legal_actions, legal_counts
 
-DEFAULT_VALUE_WEIGHT = 100.0  # chosen against the policy itself at 1.6M-4.1M steps (experiments/README.md)
 STATUS = LOOKAHEAD_STATUS  # where a candidate leads: decide / win / loss / draw / wait
 TERMINAL_Q = {STATUS["win"]: 1.0, STATUS["loss"]: -1.0, STATUS["draw"]: 0.0}
 ENDED, WAITED = -1, -2  # a candidate's slot when the game ended / the play-out did not come back
-
-
-def is_value_weight(value_weight) -> bool:
-    """A finite number > 0 (the command lines' --lookahead W and LookaheadActor accept only these)."""
-    number = isinstance(value_weight, (int, float)) and not isinstance(value_weight, bool)
-    return number and math.isfinite(value_weight) and value_weight > 0
-
-
-def add_lookahead_argument(p: argparse.ArgumentParser, who: str) -> None:
-    """`--lookahead [W]` for a command line (evaluate_checkpoint, play): `who` searches a turn
-    ahead at value weight W; a W that is not a finite number > 0 is refused by argparse."""
-
-    def value_weight(text: str) -> float:
-        try:
-            return check_value_weight(float(text))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"--lookahead W must be a finite number > 0, got {text}") from None
-
-    p.add_argument(
-        "--lookahead",
-        type=value_weight,
-        nargs="?",
-        const=DEFAULT_VALUE_WEIGHT,
-        metavar="W",
-        help=f"{who} searches a turn ahead before each move, value weight W (default {DEFAULT_VALUE_WEIGHT:g}; "
-        "lookahead.py)",
-    )
-
-
-def check_value_weight(value_weight) -> float:
-    if not is_value_weight(value_weight):
-        raise ValueError(f"lookahead value_weight must be a finite number > 0, got {value_weight!r}")
-    return float(value_weight)
 
 
 class LookaheadActor:
@@ -92,6 +56,13 @@ class LookaheadActor:
         self.status = np.zeros(MAX_LEGAL, dtype=np.int8)
         self.searched = self.overridden = 0
         self.last_decision: Decision | None = None  # `act`'s latest policy decision (before the search)
+
+    def state_dict(self) -> dict:
+        """The search's own stream (the policy it wraps, `inner`, keeps its own state)."""
+        return {"salts": self.salts.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.salts.bit_generator.state = state["salts"]
 
     def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
         decision, actions = self.search(obs, rows)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...actors import Actor
-from ...match import ActorFactory, MatchRecorder, MatchReport, Runner, play_duplicate, policy_side
+from ...match import ActorFactory, MatchRecorder, MatchReport, play_duplicate, policy_side
 from ...policy.family import Policy, Sampler
 from ...rng import stream_seed
-from .bots import BOTS, GREEDY, SCRIPTED, RandomBot, make_bot, training_bots
+from .bots import BOTS, SCRIPTED, RandomBot, make_bot
 from .env import TCGEnv
 from .layout import DEFAULT_TURN_CAP, DRAW, PASS
 
@@ -105,9 +105,6 @@ def play_match(
 ) -> MatchReport:
     """An Emberfront match (`play_duplicate` on `EmberfrontTable(turn_cap, decks)`)."""
     return play_duplicate(EmberfrontTable(turn_cap, decks), learner, opponent, episodes, seed, parallel, recorder)
-
-
-EMBERFRONT_RUNNER = Runner(play_match, bot_side, training_bots, BOTS, GREEDY, True, SCRIPTED)
 
 
 def evaluate_vs_bots(policy: Policy, sampler: Sampler, games: int, seed: int, turn_cap: int) -> dict:

@@ -21,11 +21,10 @@ from ...errors import ArgumentError
 from ...match import policy_side
 from ...rng import stream_seed
 from ...rows import seat_of
-from ..poker.rules import EMBERFRONT
 from .bots import BOTS, make_bot
 from .engine.cards import CardPool, load_card_pool
 from .env import TCGEnv
-from .layout import ACTION_WIDTH, DRAW, legal_actions
+from .layout import ACTION_WIDTH, DRAW, NAME, legal_actions
 from .lookahead import LookaheadActor, lookahead_side
 from .words import board_text, describe
 
@@ -98,7 +97,7 @@ def play_emberfront(
     if args.opponent in BOTS:
         opponent = make_bot(args.opponent, env, stream_seed(args.seed, "second_side"))
     elif args.opponent is not None:
-        checkpoint = load_checkpoint(args.opponent, policy_config=None, game=EMBERFRONT)
+        checkpoint = load_checkpoint(args.opponent, policy_config=None, game=NAME)
         opponent = agent_actor(checkpoint, env, stream_seed(args.seed, "second_side"), "opponent")
     obs, _ = env.reset(args.seed)
     results: list[int] = []

@@ -49,6 +49,9 @@ OPTIONAL_WIDTHS = (
 )  # PolicyConfig fields where 0 means "off"
 
 
+FAMILY = "tcg"  # its name in a checkpoint (an architecture stored without a "family" is this one)
+
+
 @dataclass
 class PolicyConfig:
     """Architecture of a TCGPolicy; saved with checkpoints (`to_dict` / `from_dict`)."""

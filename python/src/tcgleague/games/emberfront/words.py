@@ -1,6 +1,6 @@
 """The game in words, from one seat's side: its legal actions (`describe`) and the board as
 that seat knows it (`board_text`). One home for both, read by the terminal (play.py) and by the
-replay recorder (replay/record.py), so a replay shows exactly what `play` prints.
+replay recorder (replay.py), so a replay shows exactly what `play` prints.
 
 Everything here reads what the seat may know: actions are described from the deciding seat's
 own observation (which never holds the opponent's hand), and the board is the engine's

@@ -1,4 +1,4 @@
-"""`PokerEnv`: many games of Leduc or Kuhn poker (games/rules.py) stepped at once in numpy.
+"""`PokerEnv`: many games of Leduc or Kuhn poker (rules.py) stepped at once in numpy.
 
 Every game always has exactly one seat to act (the deal and the public card are drawn by the
 env, never decided), so one `step` is one decision in every game: the step takes an action for

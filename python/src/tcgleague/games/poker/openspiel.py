@@ -1,6 +1,6 @@
 """Our poker rows and actions in OpenSpiel's words, and back: the information-state string of a
 row, and the action ids of `leduc_poker` / `kuhn_poker`. The information-state tensor needs no
-translation: it is the row's first `rules.info_width` entries (games/rules.py).
+translation: it is the row's first `rules.info_width` entries (rules.py).
 
 Nothing here imports OpenSpiel: the exact tool (tcgleague.exact) and the rules test use these
 to hand OpenSpiel our states, and OpenSpiel is an optional dependency."""

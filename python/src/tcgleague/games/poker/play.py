@@ -1,5 +1,5 @@
 """Leduc or Kuhn poker in the terminal (`python play.py CKPT` with a poker checkpoint): at each of
-the person's decisions their hand in words (games/poker_words.py: card, board card, bets, pot)
+the person's decisions their hand in words (words.py: card, board card, bets, pot)
 and their legal actions numbered; the agent's action with its probabilities; at the end of a
 hand both cards (a showdown's) and the chips won. With --opponent a bot or another checkpoint
 plays the person's seat and the hands are watched."""

@@ -2,7 +2,7 @@
 that keeps every decision of both seats of the first `games` scheduled hands of a match, in the
 format Emberfront's recorder writes (replay/record.py), so the one viewer shows both games.
 
-A step's board is the deciding seat's view in words (games/poker_words.hand_text: its card, the
+A step's board is the deciding seat's view in words (words.hand_text: its card, the
 board card, the bets, the pot), its legal actions in words, the action played, and for a policy
 its probability of each legal action and its value; a hand's "decks" are the two private
 cards, shown beside the players' names once the hand is over. Poker hands are a few decisions
@@ -48,7 +48,7 @@ def policy_view(actor: Actor, obs: np.ndarray, at: np.ndarray) -> tuple[np.ndarr
 
 
 class PokerReplayRecorder:
-    """`match.MatchRecorder` for a poker match (match.play_duplicate on games/poker_match.PokerTable)."""
+    """`match.MatchRecorder` for a poker match (match.play_duplicate on match.PokerTable)."""
 
     def __init__(self, rules: PokerRules, games: int, names: tuple[str, str]):
         self.rules, self.wanted, self.names = rules, games, names

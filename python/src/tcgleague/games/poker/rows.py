@@ -1,4 +1,4 @@
-"""`PokerPufferEnv`: Leduc or Kuhn poker (games/poker.py) behind the PufferLib face every game of
+"""`PokerPufferEnv`: Leduc or Kuhn poker (env.py) behind the PufferLib face every game of
 the trainer has (the game is a plug-in), Emberfront's `TCGEnv` being the other.
 
 The contract, as `TCGEnv` keeps it: `num_agents` rows, two per game (rows.py); PufferLib's shared

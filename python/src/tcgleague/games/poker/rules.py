@@ -131,8 +131,6 @@ KUHN = PokerRules(
     call_records_bet=True,
 )
 GAMES = {rules.name: rules for rules in (LEDUC, KUHN)}
-EMBERFRONT = "emberfront"  # the card game of engine/, the default `[env] game`
-GAME_NAMES = (EMBERFRONT, *GAMES)  # every game `[env] game` can name
 
 
 def rules_named(name: str) -> PokerRules:

@@ -4,8 +4,8 @@ ours (pi and vf [128, 128]: 697k parameters on today's observation against our 3
 against our 342k before the action effects, when the README's figures were measured),
 and 8 envs in a DummyVecEnv (n_steps 256, so a 2,048-step rollout as with one env's defaults).
 
-    python -m tcgleague.bench.peers.sb3_peer train --steps 500000 --out DIR
-    python -m tcgleague.bench.peers.sb3_peer evaluate --snapshot DIR/snapshot_....pt --json OUT
+    python -m tcgleague.games.emberfront.peers.sb3_peer train --steps 500000 --out DIR
+    python -m tcgleague.games.emberfront.peers.sb3_peer evaluate --snapshot DIR/snapshot_....pt --json OUT
 """
 
 from __future__ import annotations

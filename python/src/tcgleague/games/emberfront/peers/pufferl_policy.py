@@ -27,8 +27,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...games.emberfront.env import feature_space
-from ...games.emberfront.layout import COUNT, MAX_LEGAL
+from ..env import feature_space
+from ..layout import COUNT, MAX_LEGAL
 from .shared import LegalIndexActor, sample_masked
 
 HIDDEN = 128

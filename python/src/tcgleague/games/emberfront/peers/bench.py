@@ -33,13 +33,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from ..build import build_trainer
-from ..checkpoint import load_checkpoint
-from ..config import load_config
-from ..errors import ArgumentError
-from ..evaluate_checkpoint import evaluate_loaded
-from ..train import checkpoint_writer
-from .peers.shared import Snapshot, read_snapshots
+from ....build import build_trainer
+from ....checkpoint import load_checkpoint
+from ....config import load_config
+from ....errors import ArgumentError
+from ....evaluate_checkpoint import evaluate_loaded
+from ....train import checkpoint_writer
+from .shared import Snapshot, read_snapshots
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,12 @@ class Peer:
     needs: tuple[str, ...]  # importable modules the peer's subprocess needs
 
 
-TOOLS = Path(__file__).resolve().parents[4] / "tools"  # the checkout's tools/ (python/src/tcgleague/bench/..)
+TOOLS = Path(__file__).resolve().parents[6] / "tools"  # the checkout's tools/
 PEERS = {
     "pufferl": Peer(
         "PuffeRL (pufferlib 3.0.23)", (str(TOOLS / "pufferl_peer.py"),), ("pufferlib", "rich_argparse", "pyro")
     ),
-    "sb3": Peer("MaskablePPO (sb3-contrib)", ("-m", "tcgleague.bench.peers.sb3_peer"), ("sb3_contrib",)),
+    "sb3": Peer("MaskablePPO (sb3-contrib)", ("-m", "tcgleague.games.emberfront.peers.sb3_peer"), ("sb3_contrib",)),
 }
 OURS = "ours"
 TRAINERS = (OURS, *PEERS)

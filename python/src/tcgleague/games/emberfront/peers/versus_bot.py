@@ -12,10 +12,10 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 
-from ...games.emberfront.bots import GREEDY, make_bot
-from ...games.emberfront.env import TCGEnv, feature_space
-from ...games.emberfront.layout import ACTION_WIDTH, DEFAULT_TURN_CAP, MAX_LEGAL, features_np, legal_actions
-from ...rng import stream_seed
+from ....rng import stream_seed
+from ..bots import GREEDY, make_bot
+from ..env import TCGEnv, feature_space
+from ..layout import ACTION_WIDTH, DEFAULT_TURN_CAP, MAX_LEGAL, features_np, legal_actions
 from .shared import legal_masks
 
 

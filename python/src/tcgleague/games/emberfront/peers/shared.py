@@ -1,7 +1,7 @@
 """What every peer trainer of `bench peer` shares: how it runs, what it writes, how it is judged.
 
 A peer (PuffeRL, sb3-contrib's MaskablePPO) runs as its own process,
-`python -m tcgleague.bench.peers.<module> train|evaluate ...`, so its library's process-wide
+`python -m tcgleague.games.emberfront.peers.<module> train|evaluate ...`, so its library's process-wide
 side effects (warning filters, signal handlers, global seeding) stay there:
 
 - `train --steps N --seed S --out DIR` trains on `VersusBot` and saves a snapshot of the policy
@@ -9,7 +9,7 @@ side effects (warning filters, signal handlers, global seeding) stay there:
   end, listed in DIR/snapshots.json with the steps and training seconds at which it was taken
   (the clock starts when training starts, after the set-up).
 - `evaluate --snapshot FILE --episodes E --seed S --json OUT` plays the snapshot against the
-  greedy bot through `emberfront_match.play_match`, the runner (and deals, for the same seed) every
+  greedy bot through `match.play_match`, the runner (and deals, for the same seed) every
   checkpoint of ours is evaluated with; the peer picks an index into each row's legal list
   (`LegalIndexActor`), sampled from its masked distribution with a seeded generator.
 """
@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ...games.emberfront.layout import MAX_LEGAL, features_np, legal_actions
-from ...games.emberfront.match import bot_side, play_match
-from ...rng import stream_seed
+from ....rng import stream_seed
+from ..layout import MAX_LEGAL, features_np, legal_actions
+from ..match import bot_side, play_match
 
 SNAPSHOTS = "snapshots.json"
 
