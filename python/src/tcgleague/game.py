@@ -76,10 +76,11 @@ class Game:
     (search.py's `--lookahead`); None: the game has no search"""
     judge: Callable[[Path], Any] | None = None
     """a checkpoint, league mixture or policy table file -> its exact exploitability; None: none"""
-    bench_engine: Callable[[Any], dict] | None = None
-    """`bench engine --game NAME`'s measurement (parsed arguments -> its figures, printed)"""
-    benches: dict[str, Any] = field(default_factory=dict)
-    """`python -m tcgleague.bench` commands only this game has: name -> a module with
+    bench_engine: str | None = None
+    """the module of `bench engine --game NAME`'s measurement (its `run(args) -> figures`,
+    printed), imported when the bench runs: benches import tools a run never needs"""
+    benches: dict[str, str] = field(default_factory=dict)
+    """`python -m tcgleague.bench` commands only this game has: name -> the module holding its
     `add_arguments(parser)` and `run(args) -> figures` (Emberfront's `peer`)"""
     points_unit: str | None = None
     """what a game's return counts (chips), where it is more than a win or a loss"""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import shlex
 import sys
 from pathlib import Path
@@ -27,7 +28,8 @@ BENCHES = {
 
 def benches() -> dict:
     """The framework's benches and those the games bring (`Game.benches`)."""
-    return {**BENCHES, **{name: module for game in every_game() for name, module in game.benches.items()}}
+    brought = {name: importlib.import_module(module) for game in every_game() for name, module in game.benches.items()}
+    return {**BENCHES, **brought}
 
 
 @entry_point("bench")

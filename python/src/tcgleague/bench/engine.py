@@ -7,6 +7,7 @@ exact value)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 
 from ..errors import ArgumentError
 from ..game import DEFAULT_GAME, GAME_NAMES, game_named
@@ -34,4 +35,4 @@ def run(args: argparse.Namespace) -> dict:
     game = game_named(args.game)
     if game.bench_engine is None:
         raise ArgumentError(f"bench engine: {game.name} brings no engine bench")
-    return game.bench_engine(args)
+    return importlib.import_module(game.bench_engine).run(args)

@@ -8,7 +8,6 @@ from ...config import Config
 from ...game import Evaluate, Game
 from ...match import Runner
 from ...policy.family import PolicyFamily
-from .bench_engine import run as bench_engine
 from .bots import BOTS, GREEDY, SCRIPTED, training_bots
 from .engine import LAYOUT
 from .engine.cards import CardDataError, deck_weights, load_card_pool
@@ -17,7 +16,6 @@ from .layout import ACTION_SPACE, ACTION_WIDTH, NAME
 from .lookahead import lookahead_side
 from .match import bot_side, evaluate_vs_bots, play_match
 from .old_rows import CONVERTIBLE_LAYOUTS
-from .peers import bench as peer_bench
 from .play import play_emberfront
 from .policy import FAMILY, OPTIONAL_WIDTHS, PolicyConfig, build_policy, policy_from_state
 from .replay import ReplayRecorder
@@ -109,8 +107,8 @@ EMBERFRONT = Game(
     convertible_layouts=CONVERTIBLE_LAYOUTS,
     fixed_architecture=fixed_architecture,
     search=lookahead_side,
-    bench_engine=bench_engine,
-    benches={"peer": peer_bench},
+    bench_engine=f"{__package__}.bench_engine",
+    benches={"peer": f"{__package__}.peers.bench"},
     play=play_emberfront,
 )
 GAMES = {NAME: EMBERFRONT}

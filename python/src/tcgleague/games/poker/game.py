@@ -13,7 +13,6 @@ from ...game import Evaluate, Game
 from ...match import Runner, play_duplicate
 from ...policy.family import Policy, Sampler
 from ...policy.flat import FLAT_FAMILY, FlatPolicyConfig, FlatSampler
-from .bench_engine import run as bench_engine
 from .exact import file_exploitability, members_exploitability, policy_exploitability
 from .match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
 from .play import play_poker
@@ -82,7 +81,7 @@ def poker_game(name: str) -> Game:
         default_config=f"configs/{name}.ini",
         judge=lambda path: file_exploitability(path, name),
         points_unit="chips",
-        bench_engine=bench_engine,
+        bench_engine=f"{__package__}.bench_engine",
         play=play_poker,
     )
 
