@@ -18,9 +18,9 @@ import torch
 from helpers.state_compare import assert_same
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
-from tcgleague.config import ConfigError, LeagueSection, load_config
+from tcgleague.config import ConfigError, DistSection, LeagueSection, load_config
 from tcgleague.devices import loss_compile_mode
-from tcgleague.dist import SINGLE, Dist, merge_rank_metrics, weights_digest
+from tcgleague.dist import SINGLE, TORCHRUN_VARIABLES, Dist, init_distributed, merge_rank_metrics, weights_digest
 from tcgleague.games.emberfront.engine.cards import load_card_pool
 from tcgleague.games.emberfront.game import EMBERFRONT_RUNNER
 from tcgleague.games.emberfront.layout import NAME as EMBERFRONT
@@ -215,6 +215,17 @@ def test_a_damaged_league_state_stops_every_rank_with_the_same_error(league, tmp
     assert refusal in root_cause and "Traceback" not in root_cause, proc.stderr[-3000:]
 
 
+def test_nccl_on_a_cpu_rank_is_refused_before_joining_the_job(monkeypatch):
+    """What the torchrun test below checks end to end, in-process: a rank started by torchrun
+    with [dist] backend nccl and a CPU device is refused before any process group exists."""
+    for name in TORCHRUN_VARIABLES:
+        monkeypatch.setenv(name, "0")
+    with pytest.raises(ConfigError, match=r"\[dist\] backend nccl needs CUDA, and this rank's device is cpu"):
+        init_distributed(DistSection(backend="nccl"), torch.device("cpu"))
+    assert not torch.distributed.is_initialized()
+
+
+@pytest.mark.slow  # fast set: test_nccl_on_a_cpu_rank_is_refused_before_joining_the_job, and a refused input's root cause
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
 def test_nccl_without_cuda_is_refused_at_start(tmp_path):
     proc = torchrun(tmp_path, "--base.device", "auto", "--dist.backend", "nccl")
@@ -224,6 +235,7 @@ def test_nccl_without_cuda_is_refused_at_start(tmp_path):
     assert "Traceback" not in root_cause
 
 
+@pytest.mark.slow  # fast set: a failing rank stops the whole job with its error (a killed one: torchrun's own detection)
 def test_a_rank_killed_mid_epoch_ends_the_job_naming_it(tmp_path):
     """SIGKILL (a lost node) cannot be caught: torchrun's agent sees the rank's process die and
     stops the others, which wait for it in the epoch's collective, well within the collective

@@ -257,6 +257,7 @@ KUHN_LEAGUE = [
 ]
 
 
+@pytest.mark.slow  # fast set: test_meta_nash's Kuhn league (its own bots' games, members, an exact resume)
 def test_a_kuhn_league_plays_its_own_bots_and_members_and_resumes_exactly(tmp_path):
     base = tmp_path / "league"
     assert train_cli.main([*KUHN_LEAGUE, "--base.experiments-dir", str(base)]) == 0

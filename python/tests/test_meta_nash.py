@@ -26,15 +26,19 @@ from tcgleague.game import game_named
 from tcgleague.games.emberfront.game import EMBERFRONT_RUNNER
 from tcgleague.games.emberfront.layout import NAME as EMBERFRONT
 from tcgleague.games.poker import exact
+from tcgleague.games.poker.match import POKER_BOTS
 from tcgleague.games.poker.rows import PokerPufferEnv
 from tcgleague.games.poker.rules import GAMES
 from tcgleague.league.manager import LeagueManager
+from tcgleague.league.matchmaking import LEARNER
 from tcgleague.league.meta_nash import exploitability, payoff_matrix, solve_symmetric
 from tcgleague.league.mixture import MIXTURE_FILE, load_mixture, write_mixture
 from tcgleague.league.promotion import retain_by_weight
 from tcgleague.league.ratings import Payoff
 from tcgleague.policy.flat import FlatPolicyConfig, build_flat_policy
 from tcgleague.replay import __main__ as replay_cli
+from tcgleague.report.data import load_run
+from tcgleague.report.figures import payoff_ids
 from test_game_plugin import KUHN_LEAGUE, UNIFORM
 from test_league import Scripted, ingest_tiny, league_cfg, quiet
 
@@ -187,6 +191,10 @@ def test_a_kuhn_league_delivers_its_nash_mixture_and_resumes_exactly(tmp_path, c
     assert exact_cli.main([str(run_a / MIXTURE_FILE)]) == 0
     assert "kuhn: NashConv" in capsys.readouterr().out
     assert (run_a / "report" / "nash.png").is_file() and (run_a / "report" / "exact_exploitability.png").is_file()
+    assert metrics[-1]["league/bot_fraction"] > 0
+    reported = load_run(run_a)  # the report orders and draws poker's own bots as bots, not members
+    ids = payoff_ids(reported.league, reported.bots)
+    assert reported.bots == POKER_BOTS and ids[: 1 + len(POKER_BOTS)] == [LEARNER, *POKER_BOTS], ids
     resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
     assert train_cli.main([*run, *resume]) == 0
     (run_b,) = [p for p in tmp_path.iterdir() if p.is_dir() and p != run_a]
