@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tcgleague.games.liars_dice.env import IllegalActionError, LiarsDiceEnv
+from tcgleague.games.liars_dice.rows import LiarsDicePufferEnv
 from tcgleague.games.liars_dice.rules import (
     INFO_WIDTH,
     LEGAL_OFFSET,
@@ -118,3 +119,48 @@ def test_bad_shapes_and_dice_are_refused():
         env.set_deal([0], [[0, 7]])
     with pytest.raises(ValueError, match=f"int8 \\[8, {OBS_WIDTH}\\]"):
         LiarsDiceEnv(4, obs=np.zeros((8, OBS_WIDTH), dtype=np.float32))
+
+
+def test_the_puffer_face_steps_records_and_resumes_exactly_from_its_engine_state():
+    env = LiarsDicePufferEnv(num_games=32, seed=3)
+    obs, _ = env.reset()
+    picks, infos = np.random.default_rng(1), []
+    for _ in range(15):
+        assert env.masks.sum() == 32 and (obs[~env.masks, LEGAL_OFFSET:] == 0).all(), "one acting row per game"
+        obs, rewards, terminals, _, step_infos = env.step(random_legal(obs, picks)[:, None])
+        infos += step_infos
+        assert sorted(i["game"] for i in step_infos) == sorted(np.flatnonzero(terminals[::SEATS]).tolist())
+    assert infos and all(i["returns"][i["winner"]] == 1 and i["decisions"] >= 2 for i in infos)
+    assert 0 < LiarsDicePufferEnv.summarize_episodes(infos)["environment/first_player_winrate"] < 1
+    env_masks = env.masks.copy()
+    saved, rows, draws = env.engine.get_state(), env.observations.copy(), np.random.default_rng(4)
+    straight = [env.step(random_legal(env.observations, draws))[1].copy() for _ in range(10)]
+    draws = np.random.default_rng(4)
+    resumed = LiarsDicePufferEnv(num_games=32, seed=7)
+    resumed.reset()
+    resumed.engine.set_state(saved)
+    resumed.observations[:], resumed.masks[:] = rows, env_masks  # the rollout's buffers: a checkpoint's run state
+    again = [resumed.step(random_legal(resumed.observations, draws))[1].copy() for _ in range(10)]
+    assert all((a == b).all() for a, b in zip(straight, again))
+    with pytest.raises(ValueError, match="liars_dice engine state refused"):
+        LiarsDicePufferEnv(num_games=8).engine.set_state(saved)
+
+
+@pytest.mark.parametrize(
+    "actions, error, message",
+    [
+        (lambda n: np.full((n, 1), np.nan), ValueError, "nan is not an integer index"),
+        (lambda n: np.full((n, 1), 1.5), ValueError, "1.5 is not an integer index"),
+        (lambda n: np.zeros((n, 3)), TypeError, r"shape \(8, 1\)"),
+        (lambda n: np.zeros(2 * n), TypeError, r"shape \(8, 1\)"),
+        (lambda n: np.array(["a"] * n), TypeError, "integer or float array"),
+    ],
+    ids=["nan", "fraction", "wide", "flat", "strings"],
+)
+def test_bad_action_batches_are_refused_by_the_face_before_any_step(actions, error, message):
+    env = LiarsDicePufferEnv(num_games=4, seed=2)
+    env.reset()
+    before = env.engine.get_state()
+    with pytest.raises(error, match=message):
+        env.step(actions(env.num_agents))
+    assert env.engine.get_state() == before

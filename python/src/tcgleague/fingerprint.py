@@ -40,6 +40,7 @@ SOURCE_PATTERNS = (
     "games/poker/rules.py",
     "games/poker/env.py",
     "games/poker/rows.py",
+    "stepped_env.py",
     "policy/family.py",
     "policy/flat.py",
     "policy/sampling.py",

@@ -16,7 +16,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ...rng import stream_seed
-from .rows import NO_NOOP, PokerPufferEnv
+from ...stepped_env import NO_NOOP
+from .rows import PokerPufferEnv
 from .rules import ACTION_WIDTH, CALL, NUM_ACTIONS, rules_named
 
 RANDOM, ALWAYS_CALL = "random", "call"

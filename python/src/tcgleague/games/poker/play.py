@@ -75,7 +75,7 @@ def play_poker(
     actions = np.zeros((2, ACTION_WIDTH), dtype=np.int32)
     while len(results) < args.games:
         row = int(np.flatnonzero(env.masks)[0])
-        private = env.poker.cards[0, :2].copy()  # this hand's (a finished hand's game is dealt anew)
+        private = env.stepper.cards[0, :2].copy()  # this hand's (a finished hand's game is dealt anew)
         if seat_of(row) == me and opponent is None:
             console.print(Panel(hand_text(rules, obs[row]), title=f"hand {len(results) + 1}"))
             if args.reveal:

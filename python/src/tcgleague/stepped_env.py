@@ -1,0 +1,98 @@
+"""A small game stepped in numpy, many games at once, behind the PufferLib face every game of
+the trainer has (the contract of rows.py, as Emberfront's `TCGEnv` keeps it): `num_agents` rows,
+two per game; PufferLib's shared buffers (`observations` uint8 rows ending with the legal mask,
+`rewards`, `terminals`, `truncations`, `masks`: the acting row of each game); `step(actions)`
+takes one action per row ([rows, action_width] or [rows], read on the acting rows only) and
+returns the finished games' records as infos (`game`, `winner`, `returns`, `decisions`).
+
+What it wraps is a game's own vectorized env, the interface of games/poker/env.py: `reset(seed)`,
+`step(actions [rows]) -> (obs, rewards, terminals, truncations, episodes)` with `episodes.games`,
+`.winners`, `.returns`, `set_deal(games, deal)`, `acting_rows()`, writing the `obs` buffer it is
+given. A game subclasses `SteppedPufferEnv` with its spaces, that env and its `engine` (the
+env's state as bytes, `get_state` / `set_state`, for an exact resume)."""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pufferlib
+
+from .rows import rows_of
+
+NO_NOOP = -1  # a game with no action that does nothing: the rollout's noop rate counts none
+
+
+class IllegalActionError(ValueError):
+    """An acting row was given an action that is not an integer index."""
+
+
+def checked_actions(actions, acting: np.ndarray, action_width: int, num_actions: int) -> np.ndarray:
+    """`actions` as int64 [rows] for the acting-row mask `acting`: one integral action per row,
+    shaped [rows, action_width] or [rows] (anything else - another width, a flat array of another
+    length, a non-numeric dtype - is a TypeError naming the shape wanted), a NaN or a fraction on
+    an acting row an IllegalActionError naming the row (a bare cast would make 1.5 a 1); the legal
+    mask is the game env's to check. Nothing is stepped before both pass."""
+    a = np.asarray(actions)
+    rows = len(acting)
+    if a.dtype.kind not in "iuf":
+        raise TypeError(f"actions must be an integer or float array, got dtype {a.dtype}")
+    if a.shape not in ((rows, action_width), (rows,)):
+        raise TypeError(f"actions must have shape ({rows}, {action_width}) (one action per row), got {a.shape}")
+    a = np.where(acting, a.reshape(rows), 0)
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~(np.floor(a) == a))
+    if len(bad):
+        raise IllegalActionError(
+            f"row {int(bad[0])}: action {float(a[bad[0]])!r} is not an integer index (0 .. {num_actions - 1})"
+        )
+    return a.astype(np.int64)
+
+
+class SteppedPufferEnv(pufferlib.PufferEnv):
+    """Many games of one small game, stepped in numpy into PufferLib's buffers. A subclass sets
+    `stepper` (the game's env, writing `observations.view(np.int8)`) and `engine` after calling
+    this `__init__`."""
+
+    noop_action_type = NO_NOOP
+
+    def __init__(self, num_games: int, seed: int, obs_width: int, num_actions: int, action_width: int, buf=None):
+        self.num_games, self.seed = num_games, seed
+        self.num_actions, self.action_width = num_actions, action_width
+        self.num_agents = rows_of(num_games)
+        self.single_observation_space = gymnasium.spaces.Box(0, 1, (obs_width,), np.uint8)
+        self.single_action_space = gymnasium.spaces.MultiDiscrete([num_actions] * action_width)
+        super().__init__(buf)
+        self.decisions = np.zeros(num_games, dtype=np.int16)  # decisions so far in each game
+        self.stepper = None
+
+    def reset(self, seed: int | None = None):
+        self.stepper.reset(self.seed if seed is None else int(seed))
+        self.decisions[:] = 0
+        self._write_masks()
+        return self.observations, []
+
+    def step(self, actions):
+        actions = checked_actions(actions, self.masks, self.action_width, self.num_actions)
+        _, rewards, terminals, truncations, episodes = self.stepper.step(actions)
+        self.rewards[:], self.terminals[:], self.truncations[:] = rewards, terminals, truncations
+        self.decisions += 1
+        infos = [
+            {"game": int(g), "winner": int(w), "returns": r.tolist(), "decisions": int(self.decisions[g])}
+            for g, w, r in zip(episodes.games, episodes.winners, episodes.returns)
+        ]
+        self.decisions[episodes.games] = 0
+        self._write_masks()
+        return self.observations, self.rewards, self.terminals, self.truncations, infos
+
+    def set_deal(self, games: np.ndarray, deal: np.ndarray) -> None:
+        """Restarts `games` with the given deal (the game env's `set_deal`): a match's duplicate deals."""
+        self.stepper.set_deal(games, deal)
+        self.decisions[games] = 0
+        self._write_masks()
+
+    def _write_masks(self) -> None:
+        self.masks[:] = False
+        self.masks[self.stepper.acting_rows()] = True
+
+    def close(self):
+        pass
