@@ -164,3 +164,29 @@ def test_bad_action_batches_are_refused_by_the_face_before_any_step(actions, err
     with pytest.raises(error, match=message):
         env.step(actions(env.num_agents))
     assert env.engine.get_state() == before
+
+
+def test_the_honest_bot_beats_random_play_in_duplicate_games_with_legal_moves_only():
+    """Both bots only ever play legal actions (the env refuses any other), and the baseline wins."""
+    from tcgleague.games.liars_dice.match import HONEST, RANDOM, LiarsDiceTable, bot_side
+    from tcgleague.match import play_duplicate
+
+    report = play_duplicate(LiarsDiceTable(), bot_side(HONEST), bot_side(RANDOM, 5), 2000, seed=3, parallel=128)
+    assert report.games == 2000 and report.tally.draws == 0
+    assert report.winrate > 0.6, report.winrate
+    again = play_duplicate(LiarsDiceTable(), bot_side(HONEST), bot_side(RANDOM, 5), 2000, seed=3, parallel=128)
+    assert again.records == report.records, "a seeded match is reproducible"
+    with pytest.raises(ValueError, match="unknown Liar's Dice bot 'greedy'; valid: random, honest"):
+        bot_side("greedy")
+
+
+def test_the_honest_bot_calls_an_implausible_bid_and_bids_what_its_die_makes_true():
+    from tcgleague.games.liars_dice.match import HonestBot
+
+    env = LiarsDiceEnv(3)
+    env.set_deal(np.arange(3), [[2, 4], [5, 6], [3, 3]])
+    env.step(np.repeat([11, 0, 3], SEATS))  # seat 0 bids 2-6 / 1-1 / 1-4
+    rows = env.acting_rows()
+    # a 4 leaves "two sixes" to the other die (P = 0): liar; a wild six makes 1-1 true and any one-die bid
+    # above it: the lowest, 1-2; a 3 leaves 1-4 to the other die (P = 1/3): liar
+    assert HonestBot().act(env.obs, rows)[:, 0].tolist() == [LIAR, 1, LIAR]

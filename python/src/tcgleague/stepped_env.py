@@ -48,6 +48,31 @@ def checked_actions(actions, acting: np.ndarray, action_width: int, num_actions:
     return a.astype(np.int64)
 
 
+class RandomLegalBot:
+    """Actor: a uniformly random legal action of a row ending with its `num_actions`-wide legal
+    mask, from its own seeded stream (every small game's `random` bot)."""
+
+    name = "random"
+
+    def __init__(self, num_actions: int, seed: int = 0):
+        self.num_actions = num_actions
+        self.rng = np.random.default_rng(seed)
+
+    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        legal = obs[rows, -self.num_actions :] > 0
+        pick = (self.rng.random(len(rows)) * legal.sum(1)).astype(np.int64)
+        return (np.cumsum(legal, 1) <= pick[:, None]).sum(1).astype(np.int32)[:, None]
+
+    def reset_rows(self, rows: np.ndarray) -> None:
+        """Stateless."""
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+
+
 class SteppedPufferEnv(pufferlib.PufferEnv):
     """Many games of one small game, stepped in numpy into PufferLib's buffers. A subclass sets
     `stepper` (the game's env, writing `observations.view(np.int8)`) and `engine` after calling

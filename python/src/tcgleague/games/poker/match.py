@@ -16,40 +16,12 @@ from collections.abc import Callable
 import numpy as np
 
 from ...rng import stream_seed
-from ...stepped_env import NO_NOOP
+from ...stepped_env import NO_NOOP, RandomLegalBot
 from .rows import PokerPufferEnv
 from .rules import ACTION_WIDTH, CALL, NUM_ACTIONS, rules_named
 
-RANDOM, ALWAYS_CALL = "random", "call"
+RANDOM, ALWAYS_CALL = RandomLegalBot.name, "call"
 POKER_BOTS = (RANDOM, ALWAYS_CALL)  # what training meets, and the league's baseline is the caller
-
-
-def legal_masks(obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The legal masks of `rows` (the last NUM_ACTIONS bytes of a poker row)."""
-    return obs[rows, -NUM_ACTIONS:] > 0
-
-
-class PokerRandomBot:
-    """Actor: a uniformly random legal action, from its own seeded stream."""
-
-    name = RANDOM
-
-    def __init__(self, seed: int = 0):
-        self.rng = np.random.default_rng(seed)
-
-    def act(self, obs: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        legal = legal_masks(obs, rows)
-        pick = (self.rng.random(len(rows)) * legal.sum(1)).astype(np.int64)
-        return (np.cumsum(legal, 1) <= pick[:, None]).sum(1).astype(np.int32)[:, None]
-
-    def reset_rows(self, rows: np.ndarray) -> None:
-        """Stateless."""
-
-    def state_dict(self) -> dict:
-        return {"rng": self.rng.bit_generator.state}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.rng.bit_generator.state = state["rng"]
 
 
 class CallBot:
@@ -66,7 +38,7 @@ class CallBot:
 
 def poker_bot(name: str, seed: int = 0):
     if name == RANDOM:
-        return PokerRandomBot(seed)
+        return RandomLegalBot(NUM_ACTIONS, seed)
     if name == ALWAYS_CALL:
         return CallBot()
     raise ValueError(f"unknown poker bot {name!r}; valid: {', '.join(POKER_BOTS)}")
@@ -80,7 +52,7 @@ def poker_bot_side(name: str, seed: int = 0) -> Callable:
 
 def poker_training_bots(env, seed: int) -> dict:
     """The bots training meets, each with its own stream (`env` unused: they search nothing)."""
-    return {RANDOM: PokerRandomBot(stream_seed(seed, "league_random_bot")), ALWAYS_CALL: CallBot()}
+    return {RANDOM: RandomLegalBot(NUM_ACTIONS, stream_seed(seed, "league_random_bot")), ALWAYS_CALL: CallBot()}
 
 
 def deals(n: int, seed: int, game: str) -> np.ndarray:
