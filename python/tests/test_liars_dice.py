@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tcgleague.games.liars_dice.env import IllegalActionError, LiarsDiceEnv
+from tcgleague.games.liars_dice.env import LiarsDiceEnv
 from tcgleague.games.liars_dice.rows import LiarsDicePufferEnv
 from tcgleague.games.liars_dice.rules import (
     INFO_WIDTH,
@@ -20,6 +20,7 @@ from tcgleague.games.liars_dice.rules import (
     bid_text,
     matching,
 )
+from tcgleague.stepped_env import IllegalActionError
 
 GAMES_COMPARED = 10_000
 

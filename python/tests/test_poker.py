@@ -12,9 +12,10 @@ import sys
 import numpy as np
 import pytest
 
-from tcgleague.games.poker.env import IllegalActionError, PokerEnv
+from tcgleague.games.poker.env import PokerEnv
 from tcgleague.games.poker.openspiel import info_state_string, openspiel_action, openspiel_legal
 from tcgleague.games.poker.rules import ACTION_NAMES, CALL, FOLD, KUHN, LEDUC, RAISE, SEATS, rules_named
+from tcgleague.stepped_env import IllegalActionError
 
 GAMES_COMPARED = 10_000
 J1, J2, Q1, Q2, K1, K2 = range(6)  # Leduc's cards in OpenSpiel's numbering: rank = card // 2

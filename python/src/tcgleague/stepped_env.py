@@ -13,17 +13,33 @@ env's state as bytes, `get_state` / `set_state`, for an exact resume)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import gymnasium
 import numpy as np
 import pufferlib
 
+from .rng import stream_seed
 from .rows import rows_of
 
 NO_NOOP = -1  # a game with no action that does nothing: the rollout's noop rate counts none
 
 
 class IllegalActionError(ValueError):
-    """An acting row was given an action that is not an integer index."""
+    """An acting row was given an action that is not an integer index, or not a legal one."""
+
+
+def legal_checked(obs: np.ndarray, action: np.ndarray, acting: np.ndarray, num_actions: int) -> np.ndarray:
+    """The acting rows' actions as int16, refused unless every one is legal in its row (the row's
+    last `num_actions` entries are its legal mask), naming the first row that is not."""
+    legal_offset = obs.shape[1] - num_actions
+    inside = (action >= 0) & (action < num_actions)
+    legal = inside & (obs[acting, legal_offset + np.where(inside, action, 0)] == 1)
+    if not legal.all():
+        row = int(acting[np.argmin(legal)])
+        mask = obs[row, legal_offset:].tolist()
+        raise IllegalActionError(f"row {row}: action {action[np.argmin(legal)]} is not legal (mask {mask})")
+    return action.astype(np.int16)
 
 
 def checked_actions(actions, acting: np.ndarray, action_width: int, num_actions: int) -> np.ndarray:
@@ -71,6 +87,31 @@ class RandomLegalBot:
 
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
+
+
+class ScriptedBots:
+    """A small game's bots by name (`makers`: name -> seed -> Actor): one made (`make`), one as a
+    match side (`side`, an unknown name refused when the side is made, not when the match starts),
+    and all of them as training meets them (`training`: made from the league's bot stream, which
+    only a bot that draws - `random` - reads)."""
+
+    def __init__(self, game: str, makers: dict[str, Callable[[int], object]]):
+        self.game, self.makers = game, makers
+        self.names = tuple(makers)
+
+    def make(self, name: str, seed: int = 0):
+        if name not in self.makers:
+            raise ValueError(f"unknown {self.game} bot {name!r}; valid: {', '.join(self.names)}")
+        return self.makers[name](seed)
+
+    def side(self, name: str, seed: int = 0) -> Callable:
+        """A bot as a match side (env -> Actor)."""
+        self.make(name, seed)
+        return lambda env: self.make(name, seed)
+
+    def training(self, env, seed: int) -> dict:
+        """The bots training meets (`env` unused: they search nothing)."""
+        return {name: self.make(name, stream_seed(seed, "league_random_bot")) for name in self.names}
 
 
 class SteppedPufferEnv(pufferlib.PufferEnv):

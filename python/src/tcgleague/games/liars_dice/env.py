@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...rows import rows_of, seat_row
+from ...stepped_env import legal_checked
 from .rules import (
     BIDS,
     DIE_OFFSET,
@@ -44,10 +45,6 @@ class Episodes:
     """the winning seat of each"""
     returns: np.ndarray
     """[games, seat] +1 for the winner, -1 for the loser, OpenSpiel's returns"""
-
-
-class IllegalActionError(ValueError):
-    """An acting row was given an action its legal mask does not allow."""
 
 
 class LiarsDiceEnv:
@@ -124,13 +121,7 @@ class LiarsDiceEnv:
 
     def checked(self, action: np.ndarray, acting: np.ndarray) -> np.ndarray:
         """The acting rows' actions, refused unless every one is legal in its row."""
-        inside = (action >= 0) & (action < NUM_ACTIONS)
-        legal = inside & (self.obs[acting, LEGAL_OFFSET + np.where(inside, action, 0)] == 1)
-        if not legal.all():
-            row = int(acting[np.argmin(legal)])
-            mask = self.obs[row, LEGAL_OFFSET:].tolist()
-            raise IllegalActionError(f"row {row}: action {action[np.argmin(legal)]} is not legal (mask {mask})")
-        return action.astype(np.int16)
+        return legal_checked(self.obs, action, acting, NUM_ACTIONS)
 
     def state_dict(self) -> dict:
         """Everything a resume needs: dice, bids, rows and the roll stream's state."""

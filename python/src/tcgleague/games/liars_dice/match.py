@@ -11,12 +11,9 @@ otherwise makes the lowest legal bid its own die alone makes true; with none lef
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from ...rng import stream_seed
-from ...stepped_env import NO_NOOP, RandomLegalBot
+from ...stepped_env import NO_NOOP, RandomLegalBot, ScriptedBots
 from .rows import LiarsDicePufferEnv
 from .rules import BIDS, DIE_OFFSET, FACES, HISTORY_OFFSET, LIAR, NUM_ACTIONS, SEATS, face, quantity
 
@@ -56,23 +53,10 @@ class HonestBot:
         """Stateless."""
 
 
-def bot(name: str, seed: int = 0):
-    if name == RANDOM:
-        return RandomLegalBot(NUM_ACTIONS, seed)
-    if name == HONEST:
-        return HonestBot()
-    raise ValueError(f"unknown Liar's Dice bot {name!r}; valid: {', '.join(BOTS)}")
-
-
-def bot_side(name: str, seed: int = 0) -> Callable:
-    """A bot as a match side (env -> Actor)."""
-    bot(name, seed)  # an unknown name is refused now, not when the match starts
-    return lambda env: bot(name, seed)
-
-
-def training_bots(env, seed: int) -> dict:
-    """The bots training meets, each with its own stream (`env` unused: they search nothing)."""
-    return {RANDOM: RandomLegalBot(NUM_ACTIONS, stream_seed(seed, "league_random_bot")), HONEST: HonestBot()}
+LIARS_DICE = ScriptedBots(
+    "Liar's Dice", {RANDOM: lambda seed: RandomLegalBot(NUM_ACTIONS, seed), HONEST: lambda seed: HonestBot()}
+)
+bot, bot_side, training_bots = LIARS_DICE.make, LIARS_DICE.side, LIARS_DICE.training
 
 
 class LiarsDiceTable:

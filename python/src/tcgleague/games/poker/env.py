@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...rows import rows_of, seat_row
+from ...stepped_env import legal_checked
 from .rules import CALL, FOLD, NUM_ACTIONS, RAISE, SEATS, PokerRules
 
 
@@ -51,10 +52,6 @@ class Betting:
             name: np.zeros(num_games, np.int16) for name in ("round", "actor", "slot", "raises", "calls", "stakes")
         }
         return cls(**per_game, contrib=np.zeros((num_games, SEATS), np.int16))
-
-
-class IllegalActionError(ValueError):
-    """An acting row was given an action its legal mask does not allow."""
 
 
 class PokerEnv:
@@ -144,13 +141,7 @@ class PokerEnv:
 
     def checked(self, action: np.ndarray, acting: np.ndarray) -> np.ndarray:
         """The acting rows' actions, refused unless every one is legal in its row."""
-        inside = (action >= 0) & (action < NUM_ACTIONS)
-        legal = inside & (self.obs[acting, self.rules.legal_offset + np.where(inside, action, 0)] == 1)
-        if not legal.all():
-            row = int(acting[np.argmin(legal)])
-            mask = self.obs[row, self.rules.legal_offset :].tolist()
-            raise IllegalActionError(f"row {row}: action {action[np.argmin(legal)]} is not legal (mask {mask})")
-        return action.astype(np.int16)
+        return legal_checked(self.obs, action, acting, NUM_ACTIONS)
 
     def state_dict(self) -> dict:
         """Everything a resume needs: cards, betting, rows and the deal stream's state."""

@@ -11,12 +11,9 @@ calls: the baseline a league's candidate must beat, a passive player that never 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from ...rng import stream_seed
-from ...stepped_env import NO_NOOP, RandomLegalBot
+from ...stepped_env import NO_NOOP, RandomLegalBot, ScriptedBots
 from .rows import PokerPufferEnv
 from .rules import ACTION_WIDTH, CALL, NUM_ACTIONS, rules_named
 
@@ -36,23 +33,10 @@ class CallBot:
         """Stateless."""
 
 
-def poker_bot(name: str, seed: int = 0):
-    if name == RANDOM:
-        return RandomLegalBot(NUM_ACTIONS, seed)
-    if name == ALWAYS_CALL:
-        return CallBot()
-    raise ValueError(f"unknown poker bot {name!r}; valid: {', '.join(POKER_BOTS)}")
-
-
-def poker_bot_side(name: str, seed: int = 0) -> Callable:
-    """A bot as a match side (env -> Actor)."""
-    poker_bot(name, seed)  # an unknown name is refused now, not when the match starts
-    return lambda env: poker_bot(name, seed)
-
-
-def poker_training_bots(env, seed: int) -> dict:
-    """The bots training meets, each with its own stream (`env` unused: they search nothing)."""
-    return {RANDOM: RandomLegalBot(NUM_ACTIONS, stream_seed(seed, "league_random_bot")), ALWAYS_CALL: CallBot()}
+POKER = ScriptedBots(
+    "poker", {RANDOM: lambda seed: RandomLegalBot(NUM_ACTIONS, seed), ALWAYS_CALL: lambda seed: CallBot()}
+)
+poker_bot, poker_bot_side, poker_training_bots = POKER.make, POKER.side, POKER.training
 
 
 def deals(n: int, seed: int, game: str) -> np.ndarray:
