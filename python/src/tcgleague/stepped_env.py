@@ -13,6 +13,8 @@ env's state as bytes, `get_state` / `set_state`, for an exact resume)."""
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Callable
 
 import gymnasium
@@ -87,6 +89,22 @@ class RandomLegalBot:
 
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
+
+
+def state_bytes(arrays: dict[str, np.ndarray], rng_state: dict) -> bytes:
+    """A game env's state as the bytes a checkpoint stores of its engine: its arrays in an npz,
+    its stream's state as JSON (no pickle)."""
+    out = io.BytesIO()
+    np.savez(out, rng=np.frombuffer(json.dumps(rng_state).encode(), np.uint8), **arrays)
+    return out.getvalue()
+
+
+def state_from_bytes(blob: bytes) -> tuple[dict[str, np.ndarray], dict]:
+    """The arrays and the stream's state `state_bytes` wrote (OSError, KeyError or ValueError on
+    damaged bytes: the caller names its game)."""
+    with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    return arrays, json.loads(arrays.pop("rng").tobytes())
 
 
 class ScriptedBots:

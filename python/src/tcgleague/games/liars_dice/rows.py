@@ -5,12 +5,9 @@ resume, and `summarize_episodes` for the rollout's metrics."""
 
 from __future__ import annotations
 
-import io
-import json
-
 import numpy as np
 
-from ...stepped_env import SteppedPufferEnv
+from ...stepped_env import SteppedPufferEnv, state_bytes, state_from_bytes
 from .env import LiarsDiceEnv
 from .rules import ACTION_WIDTH, NAME, NUM_ACTIONS, OBS_WIDTH
 
@@ -38,16 +35,12 @@ class LiarsDiceState:
 
     def get_state(self) -> bytes:
         state = self.env.state_dict()
-        out = io.BytesIO()
-        rng = np.frombuffer(json.dumps(state["rng"]).encode(), np.uint8)
-        np.savez(out, rng=rng, decisions=self.decisions, **{k: state[k] for k in STATE_ARRAYS})
-        return out.getvalue()
+        return state_bytes({"decisions": self.decisions, **{k: state[k] for k in STATE_ARRAYS}}, state["rng"])
 
     def set_state(self, blob: bytes) -> None:
         try:
-            with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-                data = {k: z[k] for k in z.files}
-            state = {"game": NAME, "obs": self.env.obs, "rng": json.loads(data["rng"].tobytes())}
+            data, rng = state_from_bytes(blob)
+            state = {"game": NAME, "obs": self.env.obs, "rng": rng}
             self.env.load_state_dict({**state, **{k: data[k] for k in STATE_ARRAYS}})
             self.decisions[:] = data["decisions"]
         except (OSError, KeyError, ValueError, TypeError) as err:

@@ -8,12 +8,9 @@ rollout's metrics."""
 
 from __future__ import annotations
 
-import io
-import json
-
 import numpy as np
 
-from ...stepped_env import SteppedPufferEnv
+from ...stepped_env import SteppedPufferEnv, state_bytes, state_from_bytes
 from .env import PokerEnv
 from .rules import ACTION_WIDTH, NUM_ACTIONS, rules_named
 
@@ -47,21 +44,18 @@ class PokerState:
             "decisions": self.decisions,
             **{f"b_{k}": v for k, v in state["betting"].items()},
         }
-        out = io.BytesIO()
-        np.savez(out, rng=np.frombuffer(json.dumps(state["rng"]).encode(), np.uint8), **arrays)
-        return out.getvalue()
+        return state_bytes(arrays, state["rng"])
 
     def set_state(self, blob: bytes) -> None:
         try:
-            with np.load(io.BytesIO(blob), allow_pickle=False) as z:
-                data = {k: z[k] for k in z.files}
+            data, rng = state_from_bytes(blob)
             betting = {k[2:]: data[k] for k in data if k.startswith("b_")}
             state = {
                 "game": self.env.rules.name,
                 "obs": self.env.obs,
                 "cards": data["cards"],
                 "betting": betting,
-                "rng": json.loads(data["rng"].tobytes()),
+                "rng": rng,
             }
             self.env.load_state_dict(state)
             self.decisions[:] = data["decisions"]
