@@ -302,12 +302,18 @@ class PPOUpdater:
                     current[k] = v
 
 
-def lr_lambda(schedule: str, total_epochs: int) -> Callable[[int], float]:
-    """LR multiplier per epoch ([train] lr_schedule): linear decay to 0, cosine to 0, or constant."""
+def lr_lambda(schedule: str, total_epochs: int, stage_epochs: int = 1) -> Callable[[int], float]:
+    """LR multiplier per epoch ([train] lr_schedule): linear decay to 0, cosine to 0, constant, or
+    `magnet_stage`: linear decay to 0 within each frozen magnet's stage of `stage_epochs`, back to
+    the full rate when the magnet is replaced. R-NaD's stages are proximal steps: each must settle
+    on its regularized game before the next magnet, and a rate decaying over the whole run leaves
+    the late stages too little of it to move."""
     if schedule == "constant":
         return lambda epoch: 1.0
     if schedule == "cosine":
         return lambda epoch: 0.5 * (1.0 + math.cos(math.pi * min(epoch, total_epochs) / total_epochs))
+    if schedule == "magnet_stage":
+        return lambda epoch: 1.0 - (epoch % stage_epochs) / stage_epochs
     return lambda epoch: max(0.0, 1.0 - epoch / total_epochs)
 
 

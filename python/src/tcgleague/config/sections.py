@@ -132,7 +132,7 @@ class TrainSection:
     bptt_horizon: int = 16
     update_epochs: int = 2
     learning_rate: float = 1.2e-3
-    lr_schedule: str = "linear"  # linear | cosine | constant
+    lr_schedule: str = "linear"  # linear | cosine | constant | magnet_stage (restarts with a frozen magnet)
     gamma: float = 0.99
     gae_lambda: float = 0.95
     clip_coef: float = 0.2
@@ -245,7 +245,7 @@ PRECISIONS = ("fp32", "bf16")
 NAN_POLICIES = ("stop", "skip_batch")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 VEC_BACKENDS = ("native", "serial", "multiprocessing")
-LR_SCHEDULES = ("linear", "cosine", "constant")
+LR_SCHEDULES = ("linear", "cosine", "constant", "magnet_stage")
 CHECKPOINT_UNITS = ("epochs", "steps")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 MAGNET_KINDS = ("uniform", "frozen", "ema")
