@@ -16,9 +16,10 @@ from open_spiel.python import policy as openspiel_policy  # noqa: E402
 from open_spiel.python.algorithms import cfr, exploitability  # noqa: E402
 
 from tcgleague.exact import main  # noqa: E402
-from tcgleague.games.poker.exact import decision_rows, load_table, measure, rows_policy, table_of, table_policy  # noqa: E402
+from tcgleague.games.poker.exact import JUDGED, decision_rows  # noqa: E402
 from tcgleague.games.poker.openspiel import info_state_string, openspiel_action  # noqa: E402
 from tcgleague.games.poker.rules import KUHN, LEDUC, NUM_ACTIONS  # noqa: E402
+from tcgleague.openspiel_judge import load_table, measure, rows_policy, table_of, table_policy  # noqa: E402
 
 # OpenSpiel's uniform random policy: NashConv 11/12 in Kuhn, about 4.747 in Leduc (chips per game)
 UNIFORM_NASH_CONV = {"kuhn": (0.916, 0.917), "leduc": (4.74, 4.75)}
@@ -34,7 +35,7 @@ def uniform_rows(rows: np.ndarray) -> np.ndarray:
 def test_uniform_random_over_our_rows_gets_openspiels_values(rules):
     game = pyspiel.load_game(rules.openspiel_name)
     uniform = openspiel_policy.UniformRandomPolicy(game)
-    result = measure(rules, rows_policy(rules, uniform_rows))
+    result = measure(JUDGED[rules.name], rows_policy(JUDGED[rules.name], uniform_rows))
     assert result.nash_conv == pytest.approx(exploitability.nash_conv(game, uniform), abs=1e-9)
     assert result.exploitability == pytest.approx(exploitability.exploitability(game, uniform), abs=1e-9)
     low, high = UNIFORM_NASH_CONV[rules.name]
@@ -57,7 +58,7 @@ def test_a_cfr_policy_saved_as_a_table_gets_openspiels_exploitability(cfr_policy
     rules, average, expected = cfr_policy
     torch.save(table_of(average), tmp_path / "cfr.pt")
     table = load_table(tmp_path / "cfr.pt")
-    result = measure(rules, table_policy(table))
+    result = measure(JUDGED[rules.name], table_policy(table))
     assert result.exploitability == pytest.approx(expected, abs=1e-9)
     uniform_exploitability = UNIFORM_NASH_CONV[rules.name][0] / 2
     assert result.exploitability < uniform_exploitability / 1.5, "CFR is well below uniform random already"
@@ -77,7 +78,9 @@ def test_the_rows_seam_reads_the_same_table_through_our_observations(cfr_policy)
         legal, row = rows[-1, rules.legal_offset :], table[info_state_string(rules, rows[-1])]
         return np.array([row[openspiel_action(rules, legal, a)] if legal[a] else 0.0 for a in range(NUM_ACTIONS)])
 
-    assert measure(rules, rows_policy(rules, from_table)).exploitability == pytest.approx(expected, abs=1e-9)
+    assert measure(JUDGED[rules.name], rows_policy(JUDGED[rules.name], from_table)).exploitability == pytest.approx(
+        expected, abs=1e-9
+    )
 
 
 def test_decision_rows_replay_the_seats_own_decisions():

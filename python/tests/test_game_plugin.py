@@ -21,13 +21,14 @@ from rich.console import Console
 from helpers.state_compare import assert_same
 from tcgleague import evaluate_checkpoint
 from tcgleague import exact as exact_cli
+from tcgleague import openspiel_judge as exact
 from tcgleague import play as play_cli
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.config import ConfigError, load_config
 from tcgleague.errors import UserInputError
 from tcgleague.exploit.__main__ import main as exploit_main
-from tcgleague.games.poker import exact
+from tcgleague.games.poker.exact import JUDGED
 from tcgleague.games.poker.game import poker_play
 from tcgleague.games.poker.match import ALWAYS_CALL, POKER_BOTS, RANDOM, poker_bot_side
 from tcgleague.games.poker.rows import PokerPufferEnv
@@ -164,7 +165,7 @@ def test_the_flat_samplers_gradients_are_finite_where_actions_are_illegal():
 def test_a_recurrent_policy_is_judged_exactly_in_one_batch(rules):
     policy = build_flat_policy(FlatPolicyConfig(rules.obs_width, NUM_ACTIONS, 16), seed=2)
     sampler = FlatSampler()
-    batched = exact.recurrent_policy(rules, policy, sampler)
+    batched = exact.recurrent_policy(JUDGED[rules.name], policy, sampler)
 
     def one_state_at_a_time(rows: np.ndarray) -> np.ndarray:  # the LSTM along this state's rows alone
         h = c = torch.zeros(1, 16)
@@ -174,14 +175,15 @@ def test_a_recurrent_policy_is_judged_exactly_in_one_batch(rules):
         with torch.no_grad():
             return sampler.listed_log_probs(policy, out, ent, row[None]).exp()[0].numpy()
 
-    judged = exact.measure(rules, batched)
+    judged = exact.measure(JUDGED[rules.name], batched)
     assert judged.exploitability == pytest.approx(
-        exact.measure(rules, exact.rows_policy(rules, one_state_at_a_time)).exploitability, abs=1e-5
+        exact.measure(JUDGED[rules.name], exact.rows_policy(JUDGED[rules.name], one_state_at_a_time)).exploitability,
+        abs=1e-5,
     )
     with torch.no_grad():  # a policy whose logits are all equal is uniform random play
         policy.actor.weight.zero_()
         policy.actor.bias.zero_()
-    assert exact.policy_exploitability(rules, policy, sampler).exploitability == pytest.approx(
+    assert exact.policy_exploitability(JUDGED[rules.name], policy, sampler).exploitability == pytest.approx(
         UNIFORM[rules.name], abs=1e-6
     )
 
@@ -307,7 +309,7 @@ def test_bench_learn_judges_a_poker_league_and_its_self_play_exactly(tmp_path):
         run = figures[name]
         assert run["steps"] == 8192 and [p["step"] for p in run["curve"]] == [4096, 8192]
         assert run["exploitability"] == pytest.approx(
-            exact.checkpoint_exploitability(Path(run["checkpoint"])).exploitability
+            exact.checkpoint_exploitability(Path(run["checkpoint"]), JUDGED["kuhn"]).exploitability
         )
         assert run["curve"][-1]["exploitability"] == pytest.approx(run["exploitability"])  # the final, evaluated
     assert figures["games_league_vs_selfplay"] == 64 and -13 <= figures["chips_per_game_league_vs_selfplay"] <= 13
@@ -388,7 +390,9 @@ def test_evaluate_checkpoint_plays_a_kuhn_checkpoint_against_its_bots_and_judges
     one = json.loads((tmp_path / "one.json").read_text())
     assert one["opponent"] == ALWAYS_CALL and one["game"] == "kuhn" and one["episodes"] == 200
     assert "chips per game" in out and "exact exploitability" in out and "per deck" not in out
-    assert one["exact"]["exploitability"] == pytest.approx(exact.checkpoint_exploitability(Path(ckpt)).exploitability)
+    assert one["exact"]["exploitability"] == pytest.approx(
+        exact.checkpoint_exploitability(Path(ckpt), JUDGED["kuhn"]).exploitability
+    )
     assert evaluate_checkpoint.main([ckpt, "--panel", "--episodes", "100", "--json", str(tmp_path / "p.json")]) == 0
     panel = json.loads((tmp_path / "p.json").read_text())
     assert [r["opponent"] for r in panel["panel"]] == [RANDOM, ALWAYS_CALL]
@@ -411,7 +415,7 @@ def test_a_best_response_on_kuhn_trains_against_the_checkpoint_and_never_beats_t
         exploit_main([*argv, "--base.experiments-dir", str(tmp_path / "runs"), "--json", str(tmp_path / "r.json")]) == 0
     )
     r = json.loads((tmp_path / "r.json").read_text())
-    best = exact.checkpoint_exploitability(Path(ckpt)).exploitability
+    best = exact.checkpoint_exploitability(Path(ckpt), JUDGED["kuhn"]).exploitability
     assert r["game"] == "kuhn" and r["exact"]["exploitability"] == pytest.approx(best)
     final = r["final"]
     assert final["games"] == 2000 and final["points_per_game"] <= best + final["points_half_width"]
@@ -449,7 +453,7 @@ def test_a_person_plays_kuhn_hands_in_words_and_a_wrong_answer_is_asked_again(ku
     watched = play_cli.play(play_cli.parse_args([ckpt, "--opponent", RANDOM, "--games", "2"]), console, None)
     assert len(watched) == 2 and "random: " in console.file.getvalue()
     for bad, message in (
-        (["--deck", "ember"], "poker has no decks"),
+        (["--deck", "ember"], "kuhn has no decks"),
         (["--lookahead"], "kuhn has no lookahead"),
         (["--opponent", "greedy"], "neither a bot (random, call) of kuhn"),
     ):

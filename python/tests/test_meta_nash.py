@@ -16,6 +16,7 @@ import torch
 from helpers.state_compare import assert_same
 from tcgleague import evaluate_checkpoint
 from tcgleague import exact as exact_cli
+from tcgleague import openspiel_judge as exact
 from tcgleague import play as play_cli
 from tcgleague import train as train_cli
 from tcgleague.checkpoint import CheckpointError, load_checkpoint
@@ -25,10 +26,9 @@ from tcgleague.exploit.target_side import actor_state, load_actor_state, load_ta
 from tcgleague.game import game_named
 from tcgleague.games.emberfront.game import EMBERFRONT_RUNNER
 from tcgleague.games.emberfront.layout import NAME as EMBERFRONT
-from tcgleague.games.poker import exact
+from tcgleague.games.poker.exact import JUDGED
 from tcgleague.games.poker.match import POKER_BOTS
 from tcgleague.games.poker.rows import PokerPufferEnv
-from tcgleague.games.poker.rules import GAMES
 from tcgleague.league.manager import LeagueManager
 from tcgleague.league.matchmaking import LEARNER
 from tcgleague.league.meta_nash import exploitability, payoff_matrix, solve_symmetric
@@ -103,7 +103,7 @@ def two_members(tmp_path, weights):
     mgr = LeagueManager(
         cfg, tmp_path / "league", play=Scripted(), log=quiet, runner=game_named("kuhn").runner, game="kuhn"
     )
-    rules = GAMES["kuhn"]
+    rules = JUDGED["kuhn"]
     for k, m in enumerate(("m0", "m1")):
         policy = build_flat_policy(FlatPolicyConfig(rules.obs_width, 3, hidden_size=8), k + 3)
         with torch.no_grad():
@@ -116,13 +116,13 @@ def two_members(tmp_path, weights):
 def test_a_mixture_judges_as_its_reach_weighted_average(tmp_path):
     mgr, path = two_members(tmp_path / "a", (1.0, 0.0))
     assert path.name == MIXTURE_FILE
-    first = exact.checkpoint_exploitability(tmp_path / "a" / "league" / "members" / "m0.pt")
-    alone = exact.mixture_exploitability(path)
+    first = exact.checkpoint_exploitability(tmp_path / "a" / "league" / "members" / "m0.pt", JUDGED["kuhn"])
+    alone = exact.mixture_exploitability(path, JUDGED["kuhn"])
     assert alone.exploitability == pytest.approx(first.exploitability, abs=1e-9)
     _, half = two_members(tmp_path / "b", (0.5, 0.5))
     mixture = load_mixture(half)
     assert mixture.weights == [0.5, 0.5] and mixture.game == "kuhn"
-    rules = GAMES["kuhn"]
+    rules = JUDGED["kuhn"]
     singles = [exact.recurrent_policy(rules, p, s) for p, s in mixture.members]
     average = exact.mixture_policy(rules, singles, [0.5, 0.5])
     # at the first decision both members reach it: the average is the plain mean there
@@ -131,7 +131,7 @@ def test_a_mixture_judges_as_its_reach_weighted_average(tmp_path):
     state.apply_action(1)
     mean = {a: 0.5 * (singles[0](state)[a] + singles[1](state)[a]) for a in state.legal_actions()}
     assert average(state) == pytest.approx(mean, abs=1e-6)
-    judged = exact.mixture_exploitability(half).exploitability
+    judged = exact.mixture_exploitability(half, JUDGED["kuhn"]).exploitability
     assert 0 < judged < max(exact.measure(rules, p).exploitability for p in singles)
 
 
@@ -186,7 +186,9 @@ def test_a_kuhn_league_delivers_its_nash_mixture_and_resumes_exactly(tmp_path, c
     assert judged and all(0 <= x < UNIFORM["kuhn"] * 1.5 for x in judged)
     mixture = load_mixture(run_a / MIXTURE_FILE)
     assert mixture.game == "kuhn" and sum(mixture.weights) == pytest.approx(1.0)
-    assert exact.mixture_exploitability(run_a / MIXTURE_FILE).exploitability == pytest.approx(judged[-1], abs=1e-9)
+    assert exact.mixture_exploitability(run_a / MIXTURE_FILE, JUDGED["kuhn"]).exploitability == pytest.approx(
+        judged[-1], abs=1e-9
+    )
     capsys.readouterr()
     assert exact_cli.main([str(run_a / MIXTURE_FILE)]) == 0
     assert "kuhn: NashConv" in capsys.readouterr().out
@@ -262,7 +264,9 @@ def test_a_best_response_trains_against_a_kuhn_mixture_and_its_target_resumes_ex
     assert exploit_main([*argv, "--base.experiments-dir", str(tmp_path / "runs"), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["game"] == "kuhn" and report["final"]["games"] == 40
-    assert report["exact"]["exploitability"] == pytest.approx(exact.mixture_exploitability(path).exploitability)
+    assert report["exact"]["exploitability"] == pytest.approx(
+        exact.mixture_exploitability(path, JUDGED["kuhn"]).exploitability
+    )
     target = load_target(str(path), "kuhn")
     env = PokerPufferEnv("kuhn", num_games=4, seed=0)
     obs, _ = env.reset(0)

@@ -37,9 +37,9 @@ SOURCE_PATTERNS = (
     "games/emberfront/attention.py",
     "games/emberfront/layout.py",
     "games/emberfront/sampler.py",
-    "games/poker/rules.py",
-    "games/poker/env.py",
-    "games/poker/rows.py",
+    "games/*/rules.py",  # every game's rules, env and PufferLib face, by these names (docs/new_game.md)
+    "games/*/env.py",
+    "games/*/rows.py",
     "stepped_env.py",
     "policy/family.py",
     "policy/flat.py",

@@ -25,6 +25,7 @@ GAME_MODULES = {
     "emberfront": "tcgleague.games.emberfront.game",
     "leduc": "tcgleague.games.poker.game",
     "kuhn": "tcgleague.games.poker.game",
+    "liars_dice": "tcgleague.games.liars_dice.game",
 }
 GAME_NAMES = tuple(GAME_MODULES)  # every game `[env] game` can name
 DEFAULT_GAME = "emberfront"  # `[env] game` when a config or checkpoint names none (they came first)

@@ -78,7 +78,8 @@ class Trainer:
         magnet = build_magnet(t, policy)  # off (plain PPO) unless [train] magnet_coef
         self.learner = build_learner(policy, sampler, t, sizes, env.rows, self.seed, device, "learner", dist, magnet)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.learner.optimizer, lr_lambda(t.lr_schedule, self.total_epochs, math.ceil(t.magnet_interval / t.batch_size))
+            self.learner.optimizer,
+            lr_lambda(t.lr_schedule, self.total_epochs, math.ceil(t.magnet_interval / t.batch_size)),
         )
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume

@@ -269,7 +269,8 @@ def validate_train_options(cfg: Config, check: Check) -> None:
     check(t.magnet in MAGNET_KINDS, "train", "magnet", f"must be one of {', '.join(MAGNET_KINDS)}")
     check(t.magnet_interval >= 1, "train", "magnet_interval", "must be >= 1 learner steps (e.g. 1000000)")
     check(
-        t.lr_schedule != "magnet_stage" or (t.magnet == "frozen" and max(t.magnet_coef_initial, t.magnet_coef_final) > 0),
+        t.lr_schedule != "magnet_stage"
+        or (t.magnet == "frozen" and max(t.magnet_coef_initial, t.magnet_coef_final) > 0),
         "train",
         "lr_schedule",
         "magnet_stage restarts the rate with each frozen magnet: it needs magnet = frozen and magnet_coef > 0",

@@ -24,7 +24,7 @@ from .family import PolicyFamily, config_from_dict, seeded, with_weights
 from .sampling import SamplingParameters, stage_logp
 
 FAMILY = "flat_lstm"  # the name a checkpoint's policy_config carries (game.family_of)
-MAX_ACTIONS = 8  # uniform draws per decision: a flat game has at most this many actions
+MAX_ACTIONS = 16  # uniform draws per decision: a flat game has at most this many actions (Liar's Dice: 13)
 
 
 @dataclass

@@ -1,144 +1,25 @@
-"""The exact NashConv and exploitability of a Leduc or Kuhn poker policy, computed by OpenSpiel
-(the `[exact]` extra): the poker games' judge (`Game.judge`, `python -m tcgleague.exact`).
-
-Why OpenSpiel: on these games the truth is computable, and a judge nobody here wrote settles
-whether a league buys robustness. A policy reaches it as a `StatePolicy` (OpenSpiel's decision
-state -> probabilities of its legal action ids), from which `tabular_policy` fills OpenSpiel's
-`TabularPolicy`, one row per information state (12 in Kuhn, 936 in Leduc), and `measure` asks
-OpenSpiel's best responses for NashConv.
-
-Three policies plug in:
-- a table, {information-state string: probabilities over OpenSpiel's action ids}, saved with
-  `torch.save` as plain values (`load_table`, `table_policy`): what the command reads;
-- a policy over our env's rows (`rows_policy`): the acting seat's observation rows at each of its
-  decisions along the state's history, replayed in a `PokerEnv`;
-- a trained recurrent policy (`recurrent_policy`; a checkpoint of a `[env] game = leduc|kuhn`
-  run, the trainer's learner for `eval/exploitability`): its LSTM run along those rows, every
-  information state in one batch."""
+"""Leduc and Kuhn poker for the exact judge (openspiel_judge.py, OpenSpiel's best responses):
+the rows a seat saw along an OpenSpiel state's history, replayed in a `PokerEnv` dealt the same
+cards, and our fold / call / raise under OpenSpiel's action ids (openspiel.py)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyspiel
-import torch
-from open_spiel.python import policy as openspiel_policy
-from open_spiel.python.algorithms import exploitability
 
-from ...checkpoint.deployed import checkpoint_sampler
-from ...checkpoint.files import load_checkpoint, read_state, verify_archive
-from ...errors import UserInputError
-from ...fingerprint import checkpoint_game
-from ...league.mixture import is_mixture, load_mixture
-from ...policy.family import Policy, Sampler, freeze
+from ...openspiel_judge import JudgedGame
 from .env import PokerEnv
 from .openspiel import openspiel_action, our_action
 from .rules import GAMES, NUM_ACTIONS, PokerRules
-
-StatePolicy = Callable[[pyspiel.State], Mapping[int, float]]
-"""OpenSpiel's view of a policy: a decision state -> the probability of each legal action id."""
-RowsPolicy = Callable[[np.ndarray], np.ndarray]
-"""Our env's view: the acting seat's rows at its decisions so far ([decisions, obs_width], this
-one last) -> probabilities over fold / call / raise (zero on illegal actions)."""
-PROBABILITY_TOLERANCE = 1e-4  # how far from 1 a policy's probabilities may sum (float32 softmax)
-
-
-@dataclass(frozen=True)
-class Exploitability:
-    """OpenSpiel's measures of a policy, in chips per game."""
-
-    game: str
-    nash_conv: float
-    """the sum over seats of what a best response to the policy gains over the policy's own value"""
-    exploitability: float
-    """NashConv / players (OpenSpiel's `exploitability`): 0 exactly at a Nash equilibrium"""
-
-
-def openspiel_game(rules: PokerRules) -> pyspiel.Game:
-    return pyspiel.load_game(rules.openspiel_name)
-
-
-def tabular_policy(rules: PokerRules, policy: StatePolicy) -> openspiel_policy.TabularPolicy:
-    """OpenSpiel's table of `policy`: its probabilities at one state of each information state
-    (a policy that sees only the information state gives the same at every other)."""
-    tabular = openspiel_policy.TabularPolicy(openspiel_game(rules))
-    for state, probabilities in zip(tabular.states, tabular.action_probability_array):
-        given = dict(policy(state))
-        where = f"information state {state.information_state_string()!r}"
-        if set(given) - set(state.legal_actions()):
-            raise UserInputError(
-                f"{where}: probabilities for illegal actions {sorted(set(given) - set(state.legal_actions()))}"
-            )
-        # written so NaN fails it (NaN compares false)
-        if not (min(given.values(), default=-1.0) >= 0 and abs(sum(given.values()) - 1) <= PROBABILITY_TOLERANCE):
-            raise UserInputError(
-                f"{where}: the probabilities {given} are not a distribution over {state.legal_actions()}"
-            )
-        total = sum(given.values())
-        probabilities[:] = 0.0
-        for action, p in given.items():
-            probabilities[action] = p / total
-    return tabular
-
-
-def measure(rules: PokerRules, policy: StatePolicy) -> Exploitability:
-    """NashConv and exploitability of `policy`, by OpenSpiel's best responses."""
-    game = openspiel_game(rules)
-    nash_conv = float(exploitability.nash_conv(game, tabular_policy(rules, policy)))
-    return Exploitability(rules.name, nash_conv, nash_conv / game.num_players())
-
-
-# -- a table of probabilities per information state ---------------------------------------------
-
-
-def table_of(tabular: openspiel_policy.TabularPolicy) -> dict[str, list[float]]:
-    """An OpenSpiel TabularPolicy (CFR's average policy, say) as a table of plain values."""
-    return {key: tabular.action_probability_array[index].tolist() for key, index in tabular.state_lookup.items()}
-
-
-def table_policy(table: Mapping[str, Sequence[float]]) -> StatePolicy:
-    """The policy a table gives: each state's row, read at its legal actions."""
-
-    def probabilities(state: pyspiel.State) -> dict[int, float]:
-        key, legal = state.information_state_string(), state.legal_actions()
-        if key not in table:
-            raise UserInputError(f"the table has no entry for information state {key!r} (is it another game's?)")
-        if len(table[key]) <= max(legal):
-            raise UserInputError(f"information state {key!r}: {len(table[key])} probabilities, legal actions {legal}")
-        return {action: float(table[key][action]) for action in legal}
-
-    return probabilities
-
-
-def load_table(path: Path) -> dict[str, list[float]]:
-    """A table saved by `torch.save` (read with weights_only: no code runs), checked for shape."""
-    verify_archive(path)
-    table = read_state(path)
-    for key, row in table.items():
-        if (
-            not isinstance(key, str)
-            or not isinstance(row, (list, tuple))
-            or not all(isinstance(p, (int, float)) for p in row)
-        ):
-            raise UserInputError(
-                f"{path}: not a policy table: {key!r} -> {type(row).__name__}; valid: "
-                "{information-state string: [probability per OpenSpiel action id], ...}"
-            )
-    return table
-
-
-# -- a policy over our env's rows ------------------------------------------------------------------
 
 
 def decision_rows(rules: PokerRules, state: pyspiel.State) -> np.ndarray:
     """The rows `state`'s player saw at each of its decisions along `state`'s history, this one
     last, as a PokerEnv dealt the same cards writes them. A public card not yet turned is dealt
     as any other card: no row before the second round shows it."""
-    chance, bets, replay = [], [], openspiel_game(rules).new_initial_state()
+    chance, bets, replay = [], [], state.get_game().new_initial_state()
     for action in state.history():
         (chance if replay.is_chance_node() else bets).append(action)
         replay.apply_action(action)
@@ -157,153 +38,16 @@ def decision_rows(rules: PokerRules, state: pyspiel.State) -> np.ndarray:
     return np.stack(rows)
 
 
-def rows_policy(rules: PokerRules, policy: RowsPolicy) -> StatePolicy:
-    """OpenSpiel's view of a policy over our rows: its probabilities of fold / call / raise at
-    the state's last row, each under the OpenSpiel id it is there."""
-
-    def probabilities(state: pyspiel.State) -> dict[int, float]:
-        rows = decision_rows(rules, state)
-        legal = rows[-1, rules.legal_offset :]
-        ours = np.asarray(policy(rows), dtype=np.float64)
-        if ours.shape != (NUM_ACTIONS,) or (ours[legal == 0] != 0).any():
-            raise ValueError(
-                f"a rows policy gives {NUM_ACTIONS} probabilities, zero where illegal: {ours} (mask {legal})"
-            )
-        return {openspiel_action(rules, legal, a): float(ours[a]) for a in range(NUM_ACTIONS) if legal[a]}
-
-    return probabilities
+def judged(rules: PokerRules) -> JudgedGame:
+    return JudgedGame(
+        name=rules.name,
+        openspiel_name=rules.openspiel_name,
+        num_actions=NUM_ACTIONS,
+        legal_offset=rules.legal_offset,
+        obs_width=rules.obs_width,
+        decision_rows=functools.partial(decision_rows, rules),
+        openspiel_action=functools.partial(openspiel_action, rules),
+    )
 
 
-# -- a trained recurrent policy ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DecisionSequences:
-    """Every information state of a game with the rows its player saw at its decisions so far:
-    what a recurrent policy runs its LSTM along to reach that state."""
-
-    keys: list[str]
-    """information-state strings, in OpenSpiel's TabularPolicy order"""
-    rows: np.ndarray
-    """[states, longest, obs_width] uint8, zero past each state's length"""
-    lengths: np.ndarray
-    """decisions of each state's player up to and including this one"""
-
-
-@functools.cache
-def decision_sequences(rules: PokerRules) -> DecisionSequences:
-    states = openspiel_policy.TabularPolicy(openspiel_game(rules)).states
-    seqs = [decision_rows(rules, state) for state in states]
-    rows = np.zeros((len(seqs), max(map(len, seqs)), rules.obs_width), dtype=np.uint8)
-    for i, seq in enumerate(seqs):
-        rows[i, : len(seq)] = seq
-    keys = [state.information_state_string() for state in states]
-    return DecisionSequences(keys, rows, np.array([len(seq) for seq in seqs]))
-
-
-@torch.no_grad()
-def recurrent_policy(rules: PokerRules, policy: Policy, sampler: Sampler) -> StatePolicy:
-    """OpenSpiel's view of a recurrent policy over our rows (a trained checkpoint's, the trainer's
-    learner): its LSTM run from a zero state along each information state's rows, every state in
-    one batch, and the sampler's probabilities at the last row (its current parameters)."""
-    seqs = decision_sequences(rules)
-    device = next(policy.parameters()).device
-    rows = torch.from_numpy(seqs.rows).to(device)
-    last_step = torch.from_numpy(seqs.lengths - 1).to(device)
-    h = torch.zeros(len(rows), policy.hidden_size, device=device)
-    c, last = torch.zeros_like(h), torch.zeros_like(h)
-    for t in range(rows.shape[1]):
-        x, _ = policy.encode(rows[:, t])
-        out, (h, c) = policy.step(x, (h, c))
-        last = torch.where((last_step == t)[:, None], out, last)
-    final = rows[torch.arange(len(rows), device=device), last_step]
-    _, ent = policy.encode(final)
-    probabilities = sampler.listed_log_probs(policy, last, ent, final).exp().cpu().numpy()
-    legal = final[:, rules.legal_offset :].cpu().numpy()
-    table = {key: (legal[i], probabilities[i]) for i, key in enumerate(seqs.keys)}
-
-    def at(state: pyspiel.State) -> dict[int, float]:
-        mask, p = table[state.information_state_string()]
-        return {openspiel_action(rules, mask, a): float(p[a]) for a in range(NUM_ACTIONS) if mask[a]}
-
-    return at
-
-
-def mixture_policy(rules: PokerRules, policies: Sequence[StatePolicy], weights: Sequence[float]) -> StatePolicy:
-    """The policy a mixture plays when it draws one of `policies` per game with `weights`: at each
-    information state, the members' probabilities weighted by `weights` times each member's own
-    reach of it (the state's player's probability of its own actions so far; perfect recall makes
-    it the same at every history of the state), or by `weights` alone where no member reaches it."""
-    tables = [tabular_policy(rules, p) for p in policies]
-    w = np.asarray(weights, dtype=np.float64)
-    rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # state -> (weight x reach [members], probabilities)
-
-    def walk(state: pyspiel.State, reach: np.ndarray) -> None:
-        if state.is_terminal():
-            return
-        if state.is_chance_node():
-            for action, _ in state.chance_outcomes():
-                walk(state.child(action), reach)
-            return
-        player, key = state.current_player(), state.information_state_string()
-        probs = np.stack([t.action_probability_array[t.state_lookup[key]] for t in tables])
-        rows.setdefault(key, (w * reach[player], probs))
-        for action in state.legal_actions():
-            child_reach = reach.copy()
-            child_reach[player] = reach[player] * probs[:, action]
-            walk(state.child(action), child_reach)
-
-    game = openspiel_game(rules)
-    walk(game.new_initial_state(), np.ones((game.num_players(), len(tables))))
-    average = {}
-    for key, (weighted_reach, probs) in rows.items():
-        total = weighted_reach.sum()
-        average[key] = ((weighted_reach @ probs) / total if total > 0 else w @ probs).tolist()
-    return table_policy(average)
-
-
-def policy_exploitability(rules: PokerRules, policy: Policy, sampler: Sampler) -> Exploitability:
-    """The exact exploitability of a recurrent policy (at the sampler's current parameters)."""
-    return measure(rules, recurrent_policy(rules, policy, sampler))
-
-
-def judged_game(path: Path, played: str, game: str | None) -> PokerRules:
-    """The rules of the game a checkpoint plays, if the judge takes it (and it is `game`, if given)."""
-    if played not in GAMES or (game is not None and game != played):
-        raise UserInputError(
-            f"checkpoint {path} plays {played}; the exact judge takes {game or ' or '.join(sorted(GAMES))} checkpoints"
-        )
-    return GAMES[played]
-
-
-def checkpoint_exploitability(path: Path, game: str | None = None) -> Exploitability:
-    """A checkpoint's policy, at the sampler it was saved with, judged exactly."""
-    loaded = load_checkpoint(path)
-    rules = judged_game(path, checkpoint_game(loaded.state), game)
-    return policy_exploitability(rules, freeze(loaded.policy), checkpoint_sampler(loaded))
-
-
-def members_exploitability(
-    rules: PokerRules, members: Sequence[tuple[Policy, Sampler]], weights: Sequence[float]
-) -> Exploitability:
-    """A mixture of recurrent policies (one drawn per game with `weights`) judged exactly."""
-    policies = [recurrent_policy(rules, policy, sampler) for policy, sampler in members]
-    return measure(rules, mixture_policy(rules, policies, weights))
-
-
-def mixture_exploitability(path: Path, game: str | None = None) -> Exploitability:
-    """A league mixture (league_policy.pt) judged exactly: its members' reach-weighted average."""
-    mixture = load_mixture(path)
-    return members_exploitability(judged_game(path, mixture.game, game), mixture.members, mixture.weights)
-
-
-def file_exploitability(path: Path, game: str) -> Exploitability:
-    """A checkpoint, a league mixture (league_policy.pt) or a policy table, judged exactly as
-    `game` (a checkpoint or mixture of another game is refused)."""
-    verify_archive(path)
-    state = read_state(path)
-    if is_mixture(state):
-        return mixture_exploitability(path, game)
-    if "policy_config" in state:
-        return checkpoint_exploitability(path, game)
-    return measure(GAMES[game], table_policy(load_table(path)))
+JUDGED = {name: judged(rules) for name, rules in GAMES.items()}

@@ -5,44 +5,22 @@ always-call bots, a person's session and the replay recorder."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import asdict
 
-from ...config import Config
-from ...game import Evaluate, Game
+from ...game import Game
 from ...match import Runner, play_duplicate
-from ...policy.family import Policy, Sampler
+from ...openspiel_judge import file_exploitability, mixture_evaluation, periodic_evaluation
+from ...play_table import play_table
 from ...policy.flat import FLAT_FAMILY, FlatPolicyConfig, FlatSampler
-from .exact import file_exploitability, members_exploitability, policy_exploitability
-from .match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot_side, poker_training_bots
-from .play import play_poker
-from .replay import PokerReplayRecorder
+from ...replay.table import TableReplayRecorder
+from .exact import JUDGED
+from .match import ALWAYS_CALL, POKER_BOTS, PokerTable, poker_bot, poker_bot_side, poker_training_bots
 from .rows import PokerPufferEnv
 from .rules import ACTION_WIDTH, NUM_ACTIONS
 from .rules import GAMES as RULES
-
-
-def exact_evaluation(cfg: Config) -> Evaluate:
-    """eval/exploitability and eval/nash_conv: OpenSpiel's exact figures, chips per game."""
-    rules = RULES[cfg.env.game]
-
-    def evaluate(policy: Policy, sampler: Sampler, seed: int) -> dict:
-        judged = policy_exploitability(rules, policy, sampler)
-        return {"eval/exploitability": judged.exploitability, "eval/nash_conv": judged.nash_conv}
-
-    return evaluate
-
-
-def exact_mixture_evaluation(cfg: Config) -> Callable:
-    """eval/mixture_exploitability and eval/mixture_nash_conv: the mixture's reach-weighted
-    average policy judged exactly (exact.members_exploitability)."""
-    rules = RULES[cfg.env.game]
-
-    def evaluate(members, weights) -> dict:
-        judged = members_exploitability(rules, members, weights)
-        return {"eval/mixture_exploitability": judged.exploitability, "eval/mixture_nash_conv": judged.nash_conv}
-
-    return evaluate
+from .words import poker_words
 
 
 def poker_play(name: str) -> Callable:
@@ -55,6 +33,11 @@ def poker_play(name: str) -> Callable:
     return play
 
 
+def make_env(game: str, seed: int) -> PokerPufferEnv:
+    """One game of `game` (a person's session)."""
+    return PokerPufferEnv(game, num_games=1, seed=seed)
+
+
 def poker_game(name: str) -> Game:
     rules = RULES[name]
     return Game(
@@ -64,7 +47,7 @@ def poker_game(name: str) -> Game:
         family=FLAT_FAMILY,
         policy_config=lambda cfg: FlatPolicyConfig(rules.obs_width, NUM_ACTIONS, cfg.policy.hidden_size),
         sampler=lambda cfg: FlatSampler(primary_temperature=cfg.policy.primary_temperature),
-        evaluation=exact_evaluation,
+        evaluation=periodic_evaluation(JUDGED[name]),
         runner=Runner(
             poker_play(name),
             poker_bot_side,
@@ -72,17 +55,17 @@ def poker_game(name: str) -> Game:
             POKER_BOTS,
             ALWAYS_CALL,
             POKER_BOTS,
-            lambda games, names: PokerReplayRecorder(rules, games, names),
+            lambda games, names: TableReplayRecorder(poker_words(rules), games, names),
         ),
         obs_layout={**asdict(rules), "obs_width": rules.obs_width},
         action_space={"game": name, "num_actions": NUM_ACTIONS},
         action_width=ACTION_WIDTH,
-        evaluate_mixture=exact_mixture_evaluation,
+        evaluate_mixture=mixture_evaluation(JUDGED[name]),
         default_config=f"configs/{name}.ini",
-        judge=lambda path: file_exploitability(path, name),
+        judge=lambda path: file_exploitability(path, JUDGED[name]),
         points_unit="chips",
         bench_engine=f"{__package__}.bench_engine",
-        play=play_poker,
+        play=functools.partial(play_table, poker_words(rules), make_env, poker_bot),
     )
 
 

@@ -1,11 +1,12 @@
-"""Leduc and Kuhn hands in words, for a person (`play`, replays): a row's cards, its betting so
-far and the pot, and an action's name where it is taken (a call with nothing to call is a check,
-a raise with nothing to raise a bet)."""
+"""Leduc and Kuhn hands in words, for a person (`play`, replays: the framework's table_words.py):
+a row's cards, its betting so far and the pot, and an action's name where it is taken (a call
+with nothing to call is a check, a raise with nothing to raise a bet)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...table_words import TableWords
 from .openspiel import row_bets, row_cards
 from .rules import CALL, FOLD, NUM_ACTIONS, RAISE, SEATS, PokerRules
 
@@ -16,11 +17,6 @@ SUITS = "sh"  # Leduc's two copies of each rank, as spades and hearts
 def card_name(rules: PokerRules, card: int) -> str:
     rank = RANKS[card // rules.num_suits]
     return rank if rules.num_suits == 1 else rank + SUITS[card % rules.num_suits]
-
-
-def legal_actions(rules: PokerRules, row: np.ndarray) -> list[int]:
-    """The actions legal in `row`, ascending (its legal mask's set entries)."""
-    return [a for a in range(NUM_ACTIONS) if row[rules.legal_offset + a]]
 
 
 def action_word(rules: PokerRules, row: np.ndarray, action: int) -> str:
@@ -62,3 +58,22 @@ def hand_text(rules: PokerRules, row: np.ndarray) -> str:
         f"pot: {sum(contributed)} chips (you put in {contributed[seat]}, the other seat {contributed[1 - seat]})"
     )
     return "\n".join(lines)
+
+
+def poker_words(rules: PokerRules) -> TableWords:
+    """The poker game `rules` in words: a hand, its cards, its chips; a fold shows no cards."""
+
+    def holdings(deal: np.ndarray, swapped: bool) -> list[str]:
+        cards = deal[[1, 0]] if swapped else deal[:SEATS]
+        return [card_name(rules, int(card)) for card in cards]
+
+    return TableWords(
+        noun="hand",
+        num_actions=NUM_ACTIONS,
+        situation=lambda row: hand_text(rules, row),
+        action=lambda row, action: action_word(rules, row, action),
+        holdings=holdings,
+        held=lambda env: holdings(env.stepper.cards[0], False),
+        shows_holdings=lambda row, action: action != FOLD,
+        points="chips",
+    )

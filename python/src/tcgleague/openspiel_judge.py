@@ -1,0 +1,330 @@
+"""The exact NashConv and exploitability of a policy in a game OpenSpiel has, computed by
+OpenSpiel's best responses (the `[exact]` extra): the judge a game hands `Game.judge` and its
+periodic `eval/exploitability`, whatever the game, through a `JudgedGame` adapter.
+
+Why OpenSpiel: on these games the truth is computable, and a judge nobody here wrote settles
+whether a league buys robustness. A policy reaches it as a `StatePolicy` (OpenSpiel's decision
+state -> probabilities of its legal action ids), from which `tabular_policy` fills OpenSpiel's
+`TabularPolicy`, one row per information state (12 in Kuhn, 936 in Leduc, 24,576 in Liar's
+Dice), and `measure` asks OpenSpiel's best responses for NashConv.
+
+What a game adapts (`JudgedGame`): OpenSpiel's name for it, the rows its player saw at each of
+its decisions along a state's history (`decision_rows`: the game replays the history in its own
+env), and its action ids in OpenSpiel's numbering (`openspiel_action`). Three policies plug in:
+- a table, {information-state string: probabilities over OpenSpiel's action ids}, saved with
+  `torch.save` as plain values (`load_table`, `table_policy`): what the command reads;
+- a policy over the env's rows (`rows_policy`): the acting seat's rows along the state's history;
+- a trained recurrent policy (`recurrent_policy`; a checkpoint of the game, the trainer's learner
+  for `eval/exploitability`): its LSTM run along those rows, every information state in one batch."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyspiel
+import torch
+from open_spiel.python import policy as openspiel_policy
+from open_spiel.python.algorithms import exploitability
+
+from .checkpoint.deployed import checkpoint_sampler
+from .checkpoint.files import load_checkpoint, read_state, verify_archive
+from .errors import UserInputError
+from .fingerprint import checkpoint_game
+from .league.mixture import is_mixture, load_mixture
+from .policy.family import Policy, Sampler, freeze
+
+StatePolicy = Callable[[pyspiel.State], Mapping[int, float]]
+"""OpenSpiel's view of a policy: a decision state -> the probability of each legal action id."""
+RowsPolicy = Callable[[np.ndarray], np.ndarray]
+"""Our env's view: the acting seat's rows at its decisions so far ([decisions, obs_width], this
+one last) -> probabilities over the game's actions (zero on illegal actions)."""
+PROBABILITY_TOLERANCE = 1e-4  # how far from 1 a policy's probabilities may sum (float32 softmax)
+
+
+def same_ids(legal: np.ndarray, action: int) -> int:
+    """`JudgedGame.openspiel_action` of a game whose action ids are OpenSpiel's."""
+    return int(action)
+
+
+@dataclass(frozen=True)
+class JudgedGame:
+    """What the judge needs of a game (its rows and actions in OpenSpiel's terms)."""
+
+    name: str
+    """our name for it (`[env] game`, a checkpoint's game)"""
+    openspiel_name: str
+    num_actions: int
+    legal_offset: int
+    """where the legal mask starts in a row (it runs to the row's end)"""
+    obs_width: int
+    decision_rows: Callable[[pyspiel.State], np.ndarray] = field(compare=False)
+    """a decision state -> the rows its player saw at each of its decisions so far, this one last"""
+    openspiel_action: Callable[[np.ndarray, int], int] = field(default=same_ids, compare=False)
+    """(a row's legal mask, our action) -> OpenSpiel's id of it"""
+
+
+@dataclass(frozen=True)
+class Exploitability:
+    """OpenSpiel's measures of a policy, in chips per game."""
+
+    game: str
+    nash_conv: float
+    """the sum over seats of what a best response to the policy gains over the policy's own value"""
+    exploitability: float
+    """NashConv / players (OpenSpiel's `exploitability`): 0 exactly at a Nash equilibrium"""
+
+
+def openspiel_game(game: JudgedGame) -> pyspiel.Game:
+    return pyspiel.load_game(game.openspiel_name)
+
+
+def tabular_policy(game: JudgedGame, policy: StatePolicy) -> openspiel_policy.TabularPolicy:
+    """OpenSpiel's table of `policy`: its probabilities at one state of each information state
+    (a policy that sees only the information state gives the same at every other)."""
+    tabular = openspiel_policy.TabularPolicy(openspiel_game(game))
+    for state, probabilities in zip(tabular.states, tabular.action_probability_array):
+        given = dict(policy(state))
+        where = f"information state {state.information_state_string()!r}"
+        if set(given) - set(state.legal_actions()):
+            raise UserInputError(
+                f"{where}: probabilities for illegal actions {sorted(set(given) - set(state.legal_actions()))}"
+            )
+        # written so NaN fails it (NaN compares false)
+        if not (min(given.values(), default=-1.0) >= 0 and abs(sum(given.values()) - 1) <= PROBABILITY_TOLERANCE):
+            raise UserInputError(
+                f"{where}: the probabilities {given} are not a distribution over {state.legal_actions()}"
+            )
+        total = sum(given.values())
+        probabilities[:] = 0.0
+        for action, p in given.items():
+            probabilities[action] = p / total
+    return tabular
+
+
+def measure(game: JudgedGame, policy: StatePolicy) -> Exploitability:
+    """NashConv and exploitability of `policy`, by OpenSpiel's best responses."""
+    spiel = openspiel_game(game)
+    nash_conv = float(exploitability.nash_conv(spiel, tabular_policy(game, policy)))
+    return Exploitability(game.name, nash_conv, nash_conv / spiel.num_players())
+
+
+# -- a table of probabilities per information state ---------------------------------------------
+
+
+def table_of(tabular: openspiel_policy.TabularPolicy) -> dict[str, list[float]]:
+    """An OpenSpiel TabularPolicy (CFR's average policy, say) as a table of plain values."""
+    return {key: tabular.action_probability_array[index].tolist() for key, index in tabular.state_lookup.items()}
+
+
+def table_policy(table: Mapping[str, Sequence[float]]) -> StatePolicy:
+    """The policy a table gives: each state's row, read at its legal actions."""
+
+    def probabilities(state: pyspiel.State) -> dict[int, float]:
+        key, legal = state.information_state_string(), state.legal_actions()
+        if key not in table:
+            raise UserInputError(f"the table has no entry for information state {key!r} (is it another game's?)")
+        if len(table[key]) <= max(legal):
+            raise UserInputError(f"information state {key!r}: {len(table[key])} probabilities, legal actions {legal}")
+        return {action: float(table[key][action]) for action in legal}
+
+    return probabilities
+
+
+def load_table(path: Path) -> dict[str, list[float]]:
+    """A table saved by `torch.save` (read with weights_only: no code runs), checked for shape."""
+    verify_archive(path)
+    table = read_state(path)
+    for key, row in table.items():
+        if (
+            not isinstance(key, str)
+            or not isinstance(row, (list, tuple))
+            or not all(isinstance(p, (int, float)) for p in row)
+        ):
+            raise UserInputError(
+                f"{path}: not a policy table: {key!r} -> {type(row).__name__}; valid: "
+                "{information-state string: [probability per OpenSpiel action id], ...}"
+            )
+    return table
+
+
+# -- a policy over our env's rows ------------------------------------------------------------------
+
+
+def rows_policy(game: JudgedGame, policy: RowsPolicy) -> StatePolicy:
+    """OpenSpiel's view of a policy over our rows: its probabilities of fold / call / raise at
+    the state's last row, each under the OpenSpiel id it is there."""
+
+    def probabilities(state: pyspiel.State) -> dict[int, float]:
+        rows = game.decision_rows(state)
+        legal = rows[-1, game.legal_offset :]
+        ours = np.asarray(policy(rows), dtype=np.float64)
+        if ours.shape != (game.num_actions,) or (ours[legal == 0] != 0).any():
+            raise ValueError(
+                f"a rows policy gives {game.num_actions} probabilities, zero where illegal: {ours} (mask {legal})"
+            )
+        return {game.openspiel_action(legal, a): float(ours[a]) for a in range(game.num_actions) if legal[a]}
+
+    return probabilities
+
+
+# -- a trained recurrent policy ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecisionSequences:
+    """Every information state of a game with the rows its player saw at its decisions so far:
+    what a recurrent policy runs its LSTM along to reach that state."""
+
+    keys: list[str]
+    """information-state strings, in OpenSpiel's TabularPolicy order"""
+    rows: np.ndarray
+    """[states, longest, obs_width] uint8, zero past each state's length"""
+    lengths: np.ndarray
+    """decisions of each state's player up to and including this one"""
+
+
+@functools.cache
+def decision_sequences(game: JudgedGame) -> DecisionSequences:
+    states = openspiel_policy.TabularPolicy(openspiel_game(game)).states
+    seqs = [game.decision_rows(state) for state in states]
+    rows = np.zeros((len(seqs), max(map(len, seqs)), game.obs_width), dtype=np.uint8)
+    for i, seq in enumerate(seqs):
+        rows[i, : len(seq)] = seq
+    keys = [state.information_state_string() for state in states]
+    return DecisionSequences(keys, rows, np.array([len(seq) for seq in seqs]))
+
+
+@torch.no_grad()
+def recurrent_policy(game: JudgedGame, policy: Policy, sampler: Sampler) -> StatePolicy:
+    """OpenSpiel's view of a recurrent policy over our rows (a trained checkpoint's, the trainer's
+    learner): its LSTM run from a zero state along each information state's rows, every state in
+    one batch, and the sampler's probabilities at the last row (its current parameters)."""
+    seqs = decision_sequences(game)
+    device = next(policy.parameters()).device
+    rows = torch.from_numpy(seqs.rows).to(device)
+    last_step = torch.from_numpy(seqs.lengths - 1).to(device)
+    h = torch.zeros(len(rows), policy.hidden_size, device=device)
+    c, last = torch.zeros_like(h), torch.zeros_like(h)
+    for t in range(rows.shape[1]):
+        x, _ = policy.encode(rows[:, t])
+        out, (h, c) = policy.step(x, (h, c))
+        last = torch.where((last_step == t)[:, None], out, last)
+    final = rows[torch.arange(len(rows), device=device), last_step]
+    _, ent = policy.encode(final)
+    probabilities = sampler.listed_log_probs(policy, last, ent, final).exp().cpu().numpy()
+    legal = final[:, game.legal_offset :].cpu().numpy()
+    table = {key: (legal[i], probabilities[i]) for i, key in enumerate(seqs.keys)}
+
+    def at(state: pyspiel.State) -> dict[int, float]:
+        mask, p = table[state.information_state_string()]
+        return {game.openspiel_action(mask, a): float(p[a]) for a in range(game.num_actions) if mask[a]}
+
+    return at
+
+
+def mixture_policy(game: JudgedGame, policies: Sequence[StatePolicy], weights: Sequence[float]) -> StatePolicy:
+    """The policy a mixture plays when it draws one of `policies` per game with `weights`: at each
+    information state, the members' probabilities weighted by `weights` times each member's own
+    reach of it (the state's player's probability of its own actions so far; perfect recall makes
+    it the same at every history of the state), or by `weights` alone where no member reaches it."""
+    tables = [tabular_policy(game, p) for p in policies]
+    w = np.asarray(weights, dtype=np.float64)
+    rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}  # state -> (weight x reach [members], probabilities)
+
+    def walk(state: pyspiel.State, reach: np.ndarray) -> None:
+        if state.is_terminal():
+            return
+        if state.is_chance_node():
+            for action, _ in state.chance_outcomes():
+                walk(state.child(action), reach)
+            return
+        player, key = state.current_player(), state.information_state_string()
+        probs = np.stack([t.action_probability_array[t.state_lookup[key]] for t in tables])
+        rows.setdefault(key, (w * reach[player], probs))
+        for action in state.legal_actions():
+            child_reach = reach.copy()
+            child_reach[player] = reach[player] * probs[:, action]
+            walk(state.child(action), child_reach)
+
+    spiel = openspiel_game(game)
+    walk(spiel.new_initial_state(), np.ones((spiel.num_players(), len(tables))))
+    average = {}
+    for key, (weighted_reach, probs) in rows.items():
+        total = weighted_reach.sum()
+        average[key] = ((weighted_reach @ probs) / total if total > 0 else w @ probs).tolist()
+    return table_policy(average)
+
+
+def policy_exploitability(game: JudgedGame, policy: Policy, sampler: Sampler) -> Exploitability:
+    """The exact exploitability of a recurrent policy (at the sampler's current parameters)."""
+    return measure(game, recurrent_policy(game, policy, sampler))
+
+
+def refuse_other_game(path: Path, played: str, game: JudgedGame) -> None:
+    if played != game.name:
+        raise UserInputError(f"{path} plays {played}; the exact judge takes {game.name} checkpoints")
+
+
+def checkpoint_exploitability(path: Path, game: JudgedGame) -> Exploitability:
+    """A checkpoint's policy, at the sampler it was saved with, judged exactly."""
+    loaded = load_checkpoint(path)
+    refuse_other_game(path, checkpoint_game(loaded.state), game)
+    return policy_exploitability(game, freeze(loaded.policy), checkpoint_sampler(loaded))
+
+
+def members_exploitability(
+    game: JudgedGame, members: Sequence[tuple[Policy, Sampler]], weights: Sequence[float]
+) -> Exploitability:
+    """A mixture of recurrent policies (one drawn per game with `weights`) judged exactly."""
+    policies = [recurrent_policy(game, policy, sampler) for policy, sampler in members]
+    return measure(game, mixture_policy(game, policies, weights))
+
+
+def mixture_exploitability(path: Path, game: JudgedGame) -> Exploitability:
+    """A league mixture (league_policy.pt) judged exactly: its members' reach-weighted average."""
+    mixture = load_mixture(path)
+    refuse_other_game(path, mixture.game, game)
+    return members_exploitability(game, mixture.members, mixture.weights)
+
+
+def file_exploitability(path: Path, game: JudgedGame) -> Exploitability:
+    """A checkpoint, a league mixture (league_policy.pt) or a policy table, judged exactly as
+    `game` (a checkpoint or mixture of another game is refused)."""
+    verify_archive(path)
+    state = read_state(path)
+    if is_mixture(state):
+        return mixture_exploitability(path, game)
+    if "policy_config" in state:
+        return checkpoint_exploitability(path, game)
+    return measure(game, table_policy(load_table(path)))
+
+
+def periodic_evaluation(game: JudgedGame) -> Callable:
+    """`Game.evaluation`: eval/exploitability and eval/nash_conv, the trainer's learner judged exactly."""
+
+    def evaluation(cfg) -> Callable[[Policy, Sampler, int], dict]:
+        def evaluate(policy: Policy, sampler: Sampler, seed: int) -> dict:
+            judged = policy_exploitability(game, policy, sampler)
+            return {"eval/exploitability": judged.exploitability, "eval/nash_conv": judged.nash_conv}
+
+        return evaluate
+
+    return evaluation
+
+
+def mixture_evaluation(game: JudgedGame) -> Callable:
+    """`Game.evaluate_mixture`: eval/mixture_exploitability and eval/mixture_nash_conv, the
+    league's Nash mixture judged exactly as its members' reach-weighted average policy."""
+
+    def evaluation(cfg) -> Callable:
+        def evaluate(members, weights) -> dict:
+            judged = members_exploitability(game, members, weights)
+            return {"eval/mixture_exploitability": judged.exploitability, "eval/mixture_nash_conv": judged.nash_conv}
+
+        return evaluate
+
+    return evaluation
