@@ -490,5 +490,5 @@ def test_the_registry_builds_every_game_it_names_and_refuses_another():
     assert [game_named(name).name for name in GAME_NAMES] == list(GAME_NAMES)
     assert family_of({}) is game_named("emberfront").family, "an architecture without a family is Emberfront's"
     assert family_of({"family": "flat_lstm"}) is game_named("leduc").family
-    with pytest.raises(UnknownGame, match="unknown game 'chess'; valid: emberfront, leduc, kuhn"):
+    with pytest.raises(UnknownGame, match="unknown game 'chess'; valid: emberfront, leduc, kuhn, liars_dice"):
         game_named("chess")

@@ -6,12 +6,15 @@ frozen or an EMA magnet resumes bit-identically (the magnet is in the checkpoint
 from __future__ import annotations
 
 import copy
+import json
+from pathlib import Path
 
 import pytest
 import torch
 
 from helpers.state_compare import assert_same
 from tcgleague import train as train_cli
+from tcgleague.config import ConfigError, load_config
 from tcgleague.games.emberfront.sampler import TCGSampler
 from tcgleague.magnet import Magnet, magnet_kl, split, uniform_stages
 from tcgleague.policy.flat import FlatPolicyConfig, FlatSampler, build_flat_policy
@@ -158,6 +161,8 @@ def test_the_ema_and_frozen_magnets_move_as_configured():
 def test_a_regularized_run_resumes_bit_identically(kind, tmp_path):
     magnet = ["--train.magnet", kind, "--train.magnet-coef-initial", "0.2", "--train.magnet-coef-final", "0.05"]
     magnet += ["--train.magnet-interval", "6144", "--train.magnet-ema", "0.1"]  # replaced mid-run
+    if kind == "frozen":  # the rate restarts with each magnet (3 epochs of 2048 steps a stage)
+        magnet += ["--train.lr-schedule", "magnet_stage"]
     run = [*KUHN_RUN, *magnet, "--base.experiments-dir", str(tmp_path)]
     assert train_cli.main(run) == 0
     (run_a,) = [p for p in tmp_path.iterdir() if p.is_dir()]
@@ -171,3 +176,11 @@ def test_a_regularized_run_resumes_bit_identically(kind, tmp_path):
     assert not torch.equal(a["magnet"]["policy"]["actor.bias"], a["policy"]["actor.bias"])
     metrics = (run_a / "metrics.jsonl").read_text()
     assert '"losses/magnet_kl"' in metrics and '"anneal/magnet_coef": 0.2' in metrics
+    if kind == "frozen":  # logged after epoch k: the rate epoch k + 1 trains with
+        rates = [json.loads(line)["train/learning_rate"] for line in metrics.splitlines()]
+        assert rates == pytest.approx([3e-3 * f for f in (2 / 3, 1 / 3, 1, 2 / 3, 1 / 3, 1, 2 / 3, 1 / 3)])
+
+
+def test_magnet_stage_rates_need_a_frozen_magnet():
+    with pytest.raises(ConfigError, match="magnet_stage restarts the rate with each frozen magnet"):
+        load_config(Path("configs/kuhn.ini"), ["--train.lr-schedule", "magnet_stage", "--train.magnet", "ema"])

@@ -216,6 +216,8 @@ def test_lr_lambda_values():
     assert cosine(2.5) == pytest.approx(0.5 * (1 + math.cos(math.pi / 4))) and cosine(2.5) > linear(2.5)
     assert cosine(7.5) == pytest.approx(0.5 * (1 + math.cos(3 * math.pi / 4))) and cosine(7.5) < linear(7.5)
     assert linear(12) == 0.0 and cosine(12) == pytest.approx(0.0), "past the end the rate stays at 0"
+    stages = lr_lambda("magnet_stage", 10, stage_epochs=4)  # back to the full rate with each new magnet
+    assert [stages(e) for e in range(9)] == pytest.approx([1, 0.75, 0.5, 0.25, 1, 0.75, 0.5, 0.25, 1])
 
 
 # ---- compiled optimizer step ---------------------------------------------------------------------
