@@ -1,8 +1,8 @@
-"""`bench learn`'s judge for a game whose exploitability is exact (Leduc, Kuhn): each
-final checkpoint's exploitability by OpenSpiel (`exact.checkpoint_exploitability`, chips per
-game, lower is better), its curve (the trainer's `eval/exploitability` every --eval-every
+"""`bench learn`'s judge for a game whose exploitability is exact (Leduc, Kuhn, Liar's Dice):
+each final checkpoint's exploitability by its game's judge (`Game.judge`: OpenSpiel's, in the
+game's points per game, lower is better), its curve (the trainer's `eval/exploitability` every --eval-every
 steps), and with --league the two finals head to head through the game's own runner (duplicate
-deals, chips per game). There is no best response to train and no held-out bot panel to play:
+deals, points per game). There is no best response to train and no held-out bot panel to play:
 OpenSpiel's best response is the exact one."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..game import game_named, game_of
 from ..match import policy_side
 from ..rng import stream_seed
 
-TARGET = 0.1  # the league's final exploitability we ask for (chips per game): a tenth of a chip from Nash
+TARGET = 0.1  # the league's final exploitability we ask for (Leduc's chips per game): a tenth of a chip from Nash
 
 
 def judged_exactly(cfg: Config) -> bool:
@@ -33,19 +33,20 @@ def final_figures(checkpoint: Path, metrics: list[dict], mixture: Path | None = 
     """What the run delivers judged exactly: its final learner's exploitability, NashConv and
     curve (eval/exploitability) or, with `mixture` (the league's league_policy.pt), the
     mixture's (eval/mixture_exploitability), the learner's then kept as `learner_*`."""
-    judge = game_named(checkpoint_game(read_state(checkpoint))).judge
-    judged = judge(checkpoint)
-    learner = {"exploitability": judged.exploitability, "nash_conv": judged.nash_conv}
+    game = game_named(checkpoint_game(read_state(checkpoint)))
+    judged = game.judge(checkpoint)
+    learner = {"exploitability": judged.exploitability, "nash_conv": judged.nash_conv, "points_unit": game.points_unit}
     learner["curve"] = curve_of(metrics, "eval/exploitability")
     if mixture is None:
         return learner
-    delivered = judge(mixture)
+    delivered = game.judge(mixture)
     return {
         "exploitability": delivered.exploitability,
         "nash_conv": delivered.nash_conv,
         "curve": curve_of(metrics, "eval/mixture_exploitability"),
         "deliverable": str(mixture),
-        **{f"learner_{k}": v for k, v in learner.items()},
+        "points_unit": game.points_unit,
+        **{f"learner_{k}": v for k, v in learner.items() if k != "points_unit"},
     }
 
 
@@ -56,7 +57,11 @@ def rows_of(f: dict, name: str) -> list[tuple[str, str, str]]:
     what = "Nash mixture" if "deliverable" in f else "final learner"
     rows = [
         (f"{name}: steps / minutes / SPS", f"{f['steps']:,} / {f['minutes']:.1f} / {f['sps']:,.0f}", ""),
-        (f"{name}: exact exploitability, {what} (chips per game)", f"{f['exploitability']:.4f}", "lower is better"),
+        (
+            f"{name}: exact exploitability, {what} ({f['points_unit']} per game)",
+            f"{f['exploitability']:.4f}",
+            "lower is better",
+        ),
         (f"{name}: curve", curve(f["curve"]), ""),
     ]
     if "deliverable" in f:
@@ -83,9 +88,10 @@ def head_to_head(cfg: Config, league: str, selfplay: str, episodes: int, seed: i
 
 
 def league_rows(league: dict, selfplay: dict, r: dict) -> list[tuple[str, str, str]]:
+    unit = league["points_unit"]
     head = (
         f"{r['winrate_league_vs_selfplay']:.3f} [{r['wilson_low_league_vs_selfplay']:.3f}, "
-        f"{r['wilson_high_league_vs_selfplay']:.3f}], {r['chips_per_game_league_vs_selfplay']:+.3f} chips per game"
+        f"{r['wilson_high_league_vs_selfplay']:.3f}], {r['chips_per_game_league_vs_selfplay']:+.3f} {unit} per game"
     )
     verdict = league["exploitability"] < selfplay["exploitability"] and league["exploitability"] < TARGET
     return [
