@@ -1,6 +1,7 @@
 """`python -m tcgleague.exact CKPT|TABLE.pt [--game NAME] [--json OUT]`: the exact NashConv and
-exploitability of a policy, by its game's judge (`Game.judge`: Leduc's and Kuhn's are
-OpenSpiel's best responses, games/poker/exact.py; the `[exact]` extra), in chips per game.
+exploitability of a policy, by its game's judge (`Game.judge`: Leduc's, Kuhn's and Liar's Dice's
+are OpenSpiel's best responses, openspiel_judge.py; the `[exact]` extra), in the game's points
+(chips) per game.
 
 CKPT is a checkpoint (train.py's, a league member's) or a league mixture (league_policy.pt: its
 members' reach-weighted average policy is judged); TABLE.pt a policy table,
@@ -39,9 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     name = args.game or (checkpoint_game(state) if is_checkpoint else judged[0])
     if game_named(name).judge is None:
         raise UserInputError(f"{args.policy} plays {name}; the exact judge takes {' or '.join(judged)} policies")
-    result = game_named(name).judge(args.policy)
+    game = game_named(name)
+    result = game.judge(args.policy)
     print(
-        f"{result.game}: NashConv {result.nash_conv:.6f}, exploitability {result.exploitability:.6f} (chips per game)"
+        f"{result.game}: NashConv {result.nash_conv:.6f}, exploitability {result.exploitability:.6f} "
+        f"({game.points_unit} per game)"
     )
     write_report(args.json, asdict(result))
     return 0

@@ -1,8 +1,9 @@
 """The replay viewer's file format, whatever the game: a document of recorded games (`FORMAT`,
 `VERSION`, `replay_document`) whose every distinct text is stored once per game (`Strings`).
 A game records its own games into it: Emberfront's games/emberfront/replay.py (the board as
-the decider saw it, its legal actions in words), poker's games/poker/replay.py (the decider's
-hand, the bets); match.Runner.recorder is the game's recorder.
+the decider saw it, its legal actions in words); poker and Liar's Dice through replay/table.py
+in their own words (the decider's hand and the bets, its die and the bids);
+match.Runner.recorder is the game's recorder.
 
     {"format": "tcgleague-replays", "version": 1, <what was played: title, seed, ...>,
      "games": [{"game": scheduled index, "players": [seat 0's name, seat 1's], "winner": seat
