@@ -81,10 +81,9 @@ def test_the_exact_command_judges_a_checkpoint_as_the_trainer_did(run_dir, tmp_p
     assert "plays liars_dice; the exact judge takes kuhn checkpoints" in capsys.readouterr().err
 
 
-def test_the_judge_reads_our_rows_and_gets_openspiels_value_of_uniform_play():
+def test_the_judges_rows_are_the_rows_our_env_writes():
     """decision_rows (read off OpenSpiel's states) are the rows our env writes along the same
-    game; a policy whose logits are all equal, run in one batch over every information state,
-    is judged as OpenSpiel judges its uniform random policy."""
+    game, at every decision of 200 random games."""
     game, rng = pyspiel.load_game("liars_dice"), np.random.default_rng(3)
     for _ in range(200):
         state, env = game.new_initial_state(), LiarsDiceEnv(1)
@@ -101,6 +100,12 @@ def test_the_judge_reads_our_rows_and_gets_openspiels_value_of_uniform_play():
             actions[seat] = action
             env.step(actions)
             state.apply_action(action)
+
+
+@pytest.mark.slow  # fast set: the rows above, Kuhn's and Leduc's uniform policies on the same batched path
+def test_a_uniform_policy_through_the_batched_lstm_gets_openspiels_value():
+    """A policy whose logits are all equal, run in one batch over every information state, is
+    judged as OpenSpiel judges its uniform random policy."""
     policy = build_flat_policy(FlatPolicyConfig(OBS_WIDTH, NUM_ACTIONS, 16), seed=2)
     with torch.no_grad():
         policy.actor.weight.zero_()
@@ -121,6 +126,7 @@ def test_a_liars_dice_run_resumes_exactly(run_dir, tmp_path):
     assert a["fingerprint"]["game"] == "liars_dice"
 
 
+@pytest.mark.slow  # fast set: Kuhn's evaluation (test_game_plugin), this game's exact command above
 def test_evaluate_checkpoint_plays_its_bots_and_judges_it(run_dir, tmp_path, capsys):
     ckpt = str(run_dir / CKPT)
     capsys.readouterr()
