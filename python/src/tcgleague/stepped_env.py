@@ -180,3 +180,19 @@ class SteppedPufferEnv(pufferlib.PufferEnv):
 
     def close(self):
         pass
+
+
+def scored_outcome(seat: int, info: dict) -> dict:
+    """`match.Table.outcome` of a small game scored by its return (poker's chips, Liar's Dice's
+    +1 / -1): no decks, turns or truncation; the result is the sign of `seat`'s return."""
+    reward = float(info["returns"][seat])
+    return dict(
+        deck="",
+        opp_deck="",
+        went_first=seat == 0,
+        result=int(np.sign(reward)),
+        decisions=info["decisions"],
+        turns=0,
+        truncated=False,
+        reward=reward,
+    )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...stepped_env import NO_NOOP, RandomLegalBot, ScriptedBots
+from ...stepped_env import NO_NOOP, RandomLegalBot, ScriptedBots, scored_outcome
 from .rows import LiarsDicePufferEnv
 from .rules import BIDS, DIE_OFFSET, FACES, HISTORY_OFFSET, LIAR, NUM_ACTIONS, SEATS, face, quantity
 
@@ -75,17 +75,7 @@ class LiarsDiceTable:
         env.set_deal(np.array([slot]), (deal[::-1] if swapped else deal)[None])
 
     def outcome(self, env: LiarsDicePufferEnv, seat: int, info: dict) -> dict:
-        reward = float(info["returns"][seat])
-        return dict(
-            deck="",
-            opp_deck="",
-            went_first=seat == 0,
-            result=int(np.sign(reward)),
-            decisions=info["decisions"],
-            turns=0,
-            truncated=False,
-            reward=reward,
-        )
+        return scored_outcome(seat, info)
 
     def filler(self, seed: int) -> HonestBot:
         return HonestBot()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...stepped_env import NO_NOOP, RandomLegalBot, ScriptedBots
+from ...stepped_env import NO_NOOP, RandomLegalBot, ScriptedBots, scored_outcome
 from .rows import PokerPufferEnv
 from .rules import ACTION_WIDTH, CALL, NUM_ACTIONS, rules_named
 
@@ -69,17 +69,7 @@ class PokerTable:
         env.set_deal(np.array([slot]), cards[None])
 
     def outcome(self, env: PokerPufferEnv, seat: int, info: dict) -> dict:
-        chips = float(info["returns"][seat])
-        return dict(
-            deck="",
-            opp_deck="",
-            went_first=seat == 0,
-            result=int(np.sign(chips)),
-            decisions=info["decisions"],
-            turns=0,
-            truncated=False,
-            reward=chips,
-        )
+        return scored_outcome(seat, info)
 
     def filler(self, seed: int) -> CallBot:
         return CallBot()
