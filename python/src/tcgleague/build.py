@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from .average import PolicyAverage
 from .config import Config, ConfigError
 from .devices import compile_mode_for, resolve_device
 from .dist import SINGLE, Dist
@@ -127,4 +128,7 @@ def build_trainer(
     policy = build_policy(cfg, cfg.base.seed).to(device)
     side = opponents(env, device) if opponents else build_opponents(cfg, env, run_dir, device, dist)
     evaluate = game.evaluation(cfg)
-    return Trainer(cfg, env, policy, game.sampler(cfg), side, evaluate, device, logger, dashboard, dist)
+    sampler = game.sampler(cfg)
+    judge_average = game.evaluate_mixture(cfg) if game.evaluate_mixture else None
+    average = PolicyAverage(cfg.train.average_snapshots, cfg.train.average_interval, sampler, judge_average)
+    return Trainer(cfg, env, policy, sampler, side, evaluate, device, logger, dashboard, dist, average)

@@ -34,7 +34,7 @@ def job_state(gathered: list[tuple[dict, str]], shared: dict) -> dict:
     }
     keys = ("policy", "policy_config", "optimizer", "scheduler", "global_step", "epoch", "anneal_offset", "anneal")
     return {
-        **{k: shared[k] for k in (*keys, "sampling_params", "magnet")},
+        **{k: shared[k] for k in (*keys, "sampling_params", "magnet", "average")},
         "rng": {**shared["rng"], "generator": mine["generator"], "generator_device": mine["generator_device"]},
         "run_state": mine["run_state"],
         "metrics": metrics,

@@ -36,8 +36,10 @@ from .config import Config, load_config
 from .devices import resolve_device
 from .dist import SINGLE, Dist, init_distributed, leave_finished, shutdown, torchrun_local_rank
 from .errors import PREEMPTED_EXIT, ArgumentError, UserInputError, WriteError, entry_point
+from .game import game_of
 from .league.mixture import write_mixture
 from .logger import Dashboard, RunLogger
+from .policy.family import unwrap
 from .preemption import StopSignals
 from .report import load_run, write_report
 from .report.panels import league_panels
@@ -131,6 +133,8 @@ def checkpoint_writer(run_dir: Path, cfg: Config) -> Callable[[Trainer], Path | 
         path = save_checkpoint(run_dir, cfg.base.run_name, state, cfg.to_dict(), cfg.train.max_checkpoints)
         if cfg.league.enable and cfg.league.deliverable == "nash_mixture":
             write_mixture(run_dir, trainer.opponents.manager, trainer.global_step, trainer.epoch)
+        arch = unwrap(trainer.policy).config.to_dict()
+        trainer.average.write(run_dir, arch, game_of(cfg).name, trainer.global_step, trainer.epoch)
         trainer.opponents.checkpointed()
         return path
 

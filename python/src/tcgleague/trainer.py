@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from .anneal import anneal_values, anneals_from_config
+from .average import PolicyAverage
 from .checkpoint.files import checkpoint_due
 from .config import Config
 from .devices import compile_mode_for, env_parts, loss_compile_mode
@@ -40,7 +41,8 @@ from .vecenv import GameParts, VecEnv
 
 class Trainer:
     """Trains `policy` on `env` against `opponents`; every epoch is `collect()` then `update()`.
-    `evaluate(policy, sampler, seed)` is the game's periodic evaluation (game.py)."""
+    `evaluate(policy, sampler, seed)` is the game's periodic evaluation (game.py); `average` the
+    run's average policy (average.py; off when not given)."""
 
     def __init__(
         self,
@@ -54,27 +56,21 @@ class Trainer:
         logger: RunLogger | None = None,
         dashboard: Dashboard | None = None,
         dist: Dist = SINGLE,
+        average: PolicyAverage | None = None,
     ):
         self.cfg, self.env, self.policy, self.sampler, self.opponents = cfg, env, policy, sampler, opponents
-        self.evaluate_policy = evaluate
+        self.evaluate_policy, self.average = evaluate, average or PolicyAverage(0, 1)
         self.device, self.logger, self.dashboard, self.dist = device, logger, dashboard, dist
         self.seed = dist.rank_seed(cfg.base.seed)  # this rank's env shard and sampling streams
         t = cfg.train
         self.total_epochs = math.ceil(t.total_timesteps / t.batch_size)
         if self.total_epochs * t.batch_size != t.total_timesteps and dist.is_main:
-            print(
-                f"[train] total_timesteps {t.total_timesteps} rounded up to {self.total_epochs * t.batch_size} "
-                f"({self.total_epochs} epochs of batch_size {t.batch_size})"
-            )
+            rounded = f"{self.total_epochs * t.batch_size} ({self.total_epochs} epochs of batch_size {t.batch_size})"
+            print(f"[train] total_timesteps {t.total_timesteps} rounded up to {rounded}")
         self.total_steps = self.total_epochs * t.batch_size
         compile_mode = compile_mode_for(cfg, device)
-        sizes = LearnerSizes(
-            t.batch_size,
-            t.minibatch_size,
-            t.learning_rate,
-            compile_mode,
-            loss_compile_mode(compile_mode, device, dist.enabled),
-        )
+        loss_mode = loss_compile_mode(compile_mode, device, dist.enabled)
+        sizes = LearnerSizes(t.batch_size, t.minibatch_size, t.learning_rate, compile_mode, loss_mode)
         magnet = build_magnet(t, policy)  # off (plain PPO) unless [train] magnet_coef
         self.learner = build_learner(policy, sampler, t, sizes, env.rows, self.seed, device, "learner", dist, magnet)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -215,6 +211,7 @@ class Trainer:
         metrics = self.learner.updater.update(batch, params, self.loss_coefs(), self.learner.generator)
         self.scheduler.step()
         self.learner.magnet.advance(self.policy, self.global_step)
+        self.average.advance(self.policy, self.global_step)
         if metrics["losses/update_rolled_back"]:
             where = f"epoch {self.epoch + 1} (global_step {self.global_step}), minibatch step"
             rolled_back_update(
@@ -261,9 +258,10 @@ class Trainer:
         return metrics
 
     def evaluate(self) -> dict:
-        """The game's eval/* figures (Emberfront: vs the bots; poker: exact), and its deliverable's."""
+        """The game's eval/* figures (Emberfront: vs the bots; poker: exact), its deliverable's and average's."""
         seed = stream_seed(self.cfg.base.seed, "evaluation") + self.epoch
-        return {**self.evaluate_policy(self.policy, self.sampler, seed), **self.opponents.evaluate_deliverable()}
+        figures = self.evaluate_policy(self.policy, self.sampler, seed) | self.opponents.evaluate_deliverable()
+        return figures | self.average.evaluate(unwrap(self.policy).config.to_dict())
 
     # ---- the loop --------------------------------------------------------------------------------
     def train(
@@ -283,7 +281,11 @@ class Trainer:
         while self.epoch < self.total_epochs:
             metrics = self.train_epoch()
             out_of_time = max_seconds is not None and time.perf_counter() - wall_start >= max_seconds
-            metrics, (out_of_time, stop) = self.reduce_across_ranks(metrics, (out_of_time, stop_requested()))
+            digest = (
+                weights_digest(unwrap(self.policy).state_dict()) if self.dist.enabled else None
+            )  # replicas compared
+            stops = (out_of_time, stop_requested())
+            metrics, (out_of_time, stop) = reduce_epoch(self.dist, metrics, digest, stops, t.batch_size, self.epoch)
             last = self.epoch == self.total_epochs or out_of_time or stop
             if t.eval_interval and (self.epoch % t.eval_interval == 0 or last) and not stop and self.dist.is_main:
                 metrics.update(self.evaluate())
@@ -303,11 +305,6 @@ class Trainer:
         if checkpoint_fn and saved_epoch != self.epoch:  # e.g. resumed at the end: still a final checkpoint
             checkpoint_fn(self)
         return self.last_metrics
-
-    def reduce_across_ranks(self, metrics: dict, stops: tuple[bool, bool]) -> tuple[dict, tuple[bool, ...]]:
-        """Every rank's metrics merged, (out of time, stop requested) on any rank, the replicas' weights compared."""
-        digest = weights_digest(unwrap(self.policy).state_dict()) if self.dist.enabled else None
-        return reduce_epoch(self.dist, metrics, digest, stops, self.cfg.train.batch_size, self.epoch)
 
     def checkpoint_due(self) -> bool:
         return checkpoint_due(self.cfg.train, self.global_step, self.epoch)
@@ -339,7 +336,7 @@ class Trainer:
         }
 
     def shared_state(self) -> dict:
-        """What every rank shares: weights, optimizer, schedule, counters, anneals, magnet, RNG, metrics, config."""
+        """What every rank shares: weights, optimizer, schedule, counters, anneals, magnet, average, RNG, metrics."""
         module = unwrap(self.policy)
         return {
             "policy": strip_compile_prefix(module.state_dict()),
@@ -352,6 +349,7 @@ class Trainer:
             "anneal": anneal_values(self.anneals, self.global_step, self.total_steps, self.anneal_offset),
             "sampling_params": self.sampler.get_sampling_params(),
             "magnet": self.learner.magnet.checkpoint(),
+            "average": self.average.checkpoint(),
             "rng": global_state(),
             "metrics": self.last_metrics,
             "config": self.cfg.to_dict(),
@@ -368,6 +366,7 @@ class Trainer:
         self.scheduler.load_state_dict(state["scheduler"])
         self.restart_at(state["global_step"], state["epoch"], state.get("anneal_offset") or 0, origin)
         self.learner.magnet.restore(state.get("magnet"), self.policy, self.global_step, log)
+        self.average.restore(state.get("average"), self.global_step, log)
         if "rng" in state:
             set_global_state(state["rng"])
         mine = rank_part(state, self.dist, log)
@@ -387,6 +386,7 @@ class Trainer:
         unwrap(self.policy).load_state_dict(state["policy"], strict=True)
         self.restart_at(0, 0, anneal_offset, origin)
         self.learner.magnet.reset(self.policy)
+        self.average.reset()
         self.opponents.load_state_dict(state.get("league"), False, log, origin)
 
     def load_games(self, run: dict, log, required: bool = False) -> bool:

@@ -147,6 +147,9 @@ class TrainSection:
     magnet_coef: Anneal = Anneal(initial=0.0, final=0.0)  # 0 and 0: off (no KL computed)
     magnet_interval: int = 1_000_000  # learner steps between a frozen magnet's replacements
     magnet_ema: float = 0.01  # share of the way an ema magnet moves toward the learner per update
+    # The average policy (average.py): an equal mixture of the newest snapshots, average_policy.pt.
+    average_snapshots: int = 0  # snapshots the average keeps (0 = no average policy)
+    average_interval: int = 250_000  # learner steps between snapshots
     compile: str = "auto"  # auto | true | false (auto = on for cuda, off on cpu)
     compile_mode: str = "reduce-overhead"
     precision: str = "fp32"  # fp32 | bf16 (the loss's forward under bf16 autocast)

@@ -76,16 +76,23 @@ def write_mixture(run_dir: Path, manager: LeagueManager, global_step: int, epoch
                 "sampling_params": dict(member.sampling_params),
             }
         )
-    heaviest = members[0]
+    return write_mixture_file(run_dir / MIXTURE_FILE, members, manager.store.game, global_step, epoch)
+
+
+def write_mixture_file(path: Path, members: list[dict], game: str, global_step: int, epoch: int) -> Path:
+    """Any mixture (the league's, the run's average policy: average.py) as a checkpoint file at
+    `path`: `members` are dicts of id, weight, policy, policy_config and sampling_params; the
+    file's top-level policy is the first member's."""
+    first = members[0]
     state = {
-        "policy": heaviest["policy"],
-        "policy_config": heaviest["policy_config"],
-        "sampling_params": heaviest["sampling_params"],
+        "policy": first["policy"],
+        "policy_config": first["policy_config"],
+        "sampling_params": first["sampling_params"],
         "global_step": int(global_step),
         "epoch": int(epoch),
         "mixture": {"members": members},
     }
-    return write_checkpoint(run_dir / MIXTURE_FILE, state, game=manager.store.game)
+    return write_checkpoint(path, state, game=game)
 
 
 def is_mixture(state: dict) -> bool:
