@@ -19,6 +19,7 @@ env), and its action ids in OpenSpiel's numbering (`openspiel_action`). Three po
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,10 +83,23 @@ def openspiel_game(game: JudgedGame) -> pyspiel.Game:
     return pyspiel.load_game(game.openspiel_name)
 
 
+@functools.cache
+def empty_table(game: JudgedGame) -> openspiel_policy.TabularPolicy:
+    """OpenSpiel's table of the game's information states, built once a process (building one
+    walks the whole game: seconds for Liar's Dice); copied for every policy judged."""
+    return openspiel_policy.TabularPolicy(openspiel_game(game))
+
+
 def tabular_policy(game: JudgedGame, policy: StatePolicy) -> openspiel_policy.TabularPolicy:
     """OpenSpiel's table of `policy`: its probabilities at one state of each information state
-    (a policy that sees only the information state gives the same at every other)."""
-    tabular = openspiel_policy.TabularPolicy(openspiel_game(game))
+    (a policy that sees only the information state gives the same at every other). A policy that
+    carries its whole table already (`recurrent_policy`'s `table` attribute, in the table's
+    state order) is copied in at once: a mixture judges many of them."""
+    tabular = copy.copy(empty_table(game))  # its own probabilities over the shared list of states
+    known = getattr(policy, "table", None)
+    if known is not None and getattr(policy, "keys", None) == list(tabular.state_lookup):
+        tabular.action_probability_array[:] = known
+        return tabular
     for state, probabilities in zip(tabular.states, tabular.action_probability_array):
         given = dict(policy(state))
         where = f"information state {state.information_state_string()!r}"
@@ -189,7 +203,7 @@ class DecisionSequences:
 
 @functools.cache
 def decision_sequences(game: JudgedGame) -> DecisionSequences:
-    states = openspiel_policy.TabularPolicy(openspiel_game(game)).states
+    states = empty_table(game).states
     seqs = [game.decision_rows(state) for state in states]
     rows = np.zeros((len(seqs), max(map(len, seqs)), game.obs_width), dtype=np.uint8)
     for i, seq in enumerate(seqs):
@@ -215,14 +229,21 @@ def recurrent_policy(game: JudgedGame, policy: Policy, sampler: Sampler) -> Stat
         last = torch.where((last_step == t)[:, None], out, last)
     final = rows[torch.arange(len(rows), device=device), last_step]
     _, ent = policy.encode(final)
-    probabilities = sampler.listed_log_probs(policy, last, ent, final).exp().cpu().numpy()
+    probabilities = sampler.listed_log_probs(policy, last, ent, final).exp().cpu().numpy().astype(np.float64)
     legal = final[:, game.legal_offset :].cpu().numpy()
-    table = {key: (legal[i], probabilities[i]) for i, key in enumerate(seqs.keys)}
+    table = np.zeros((len(seqs.keys), openspiel_game(game).num_distinct_actions()))
+    for i, mask in enumerate(legal):  # our action ids -> OpenSpiel's; the softmax renormalised in float64
+        ours = np.flatnonzero(mask)
+        table[i, [game.openspiel_action(mask, int(a)) for a in ours]] = (
+            probabilities[i, ours] / probabilities[i, ours].sum()
+        )
+    index = {key: i for i, key in enumerate(seqs.keys)}
 
     def at(state: pyspiel.State) -> dict[int, float]:
-        mask, p = table[state.information_state_string()]
-        return {game.openspiel_action(mask, a): float(p[a]) for a in range(game.num_actions) if mask[a]}
+        row = table[index[state.information_state_string()]]
+        return {a: float(row[a]) for a in state.legal_actions()}
 
+    at.table, at.keys = table, seqs.keys  # TabularPolicy's states, in its order: tabular_policy copies it
     return at
 
 

@@ -123,10 +123,11 @@ def exploitability(run: RunData) -> Figure | None:
 
 
 def exact_exploitability(run: RunData) -> Figure | None:
-    """eval/exploitability over steps: a poker run's exact figure (OpenSpiel's, chips per game;
-    0 = a Nash equilibrium)."""
+    """eval/exploitability over steps: a judged game's exact figure (OpenSpiel's, per game; 0 = a
+    Nash equilibrium), and its deliverables' (the Nash mixture, the average policy)."""
     fig, ax = new_figure()
-    judged = ["eval/exploitability", "eval/mixture_exploitability"]  # the learner, the league's Nash mixture
+    # the learner, the league's Nash mixture, the run's average policy
+    judged = ["eval/exploitability", "eval/mixture_exploitability", "eval/average_exploitability"]
     if not lines(ax[0, 0], run, judged, "exact exploitability (chips per game; 0 = Nash)"):
         return None
     ax[0, 0].set_ylim(bottom=0)
