@@ -281,9 +281,7 @@ class Trainer:
         while self.epoch < self.total_epochs:
             metrics = self.train_epoch()
             out_of_time = max_seconds is not None and time.perf_counter() - wall_start >= max_seconds
-            digest = (
-                weights_digest(unwrap(self.policy).state_dict()) if self.dist.enabled else None
-            )  # replicas compared
+            digest = weights_digest(unwrap(self.policy).state_dict()) if self.dist.enabled else None
             stops = (out_of_time, stop_requested())
             metrics, (out_of_time, stop) = reduce_epoch(self.dist, metrics, digest, stops, t.batch_size, self.epoch)
             last = self.epoch == self.total_epochs or out_of_time or stop
