@@ -41,6 +41,10 @@ def test_snapshots_every_interval_keep_the_newest_with_equal_weights():
     restored = PolicyAverage(keep=2, interval=100)
     restored.restore(average.checkpoint(), global_step=400)
     assert_same(restored.checkpoint(), average.checkpoint(), "average")
+    late = PolicyAverage(keep=5, interval=100, sampler=sampler, start=230)
+    for step in (50, 100, 150, 230, 300, 400):  # taken at the same steps, the one at 100 dropped
+        late.advance(policy, step)
+    assert [s.global_step for s in late.snapshots] == [230, 400] and late.taken_at == 400
     off = PolicyAverage(keep=0, interval=100)
     off.advance(policy, 1000)
     assert off.snapshots == [] and off.checkpoint() is None
@@ -59,8 +63,8 @@ def run_dir_of(base: Path, exclude: Path | None = None) -> Path:
 
 
 def test_a_run_writes_judges_and_resumes_its_average(tmp_path):
-    average = ["--train.average-snapshots", "3", "--train.average-interval", "4096"]  # every 2 epochs
-    run = [*KUHN_RUN, *average, "--base.experiments-dir", str(tmp_path)]
+    average = ["--train.average-snapshots", "4", "--train.average-interval", "4096", "--train.average-start", "8000"]
+    run = [*KUHN_RUN, *average, "--base.experiments-dir", str(tmp_path)]  # every 2 epochs from the 4th
     assert train_cli.main(run) == 0
     run_a = run_dir_of(tmp_path)
     resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
@@ -85,7 +89,7 @@ def test_an_average_of_the_last_learner_alone_judges_like_the_learner(tmp_path):
         assert m["eval/average_exploitability"] == pytest.approx(m["eval/exploitability"], abs=1e-9)
 
 
-@pytest.mark.parametrize(("key", "value"), [("average-snapshots", "-1"), ("average-interval", "0")])
+@pytest.mark.parametrize(("key", "value"), [("average-snapshots", "-1"), ("average-interval", "0"), ("average-start", "-1")])
 def test_bad_average_keys_are_refused_by_name(key, value):
     with pytest.raises(ConfigError, match=key.replace("-", "_")):
         load_config(Path("configs/kuhn.ini"), [f"--train.{key}", value])

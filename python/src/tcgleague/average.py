@@ -10,7 +10,9 @@ one member drawn per game, equal weights), so every tool that takes the league's
 takes it, and the exact judge takes its members' reach-weighted average policy: the average
 strategy of CFR. With `average_interval` equal to a frozen magnet's `magnet_interval` the snapshots
 are the ends of R-NaD's stages (both are taken after the same update), where the magnet_stage rate
-has decayed and the learner has settled.
+has decayed and the learner has settled. Snapshots before `average_start` steps are not kept (the
+burn-in, CFR+'s averaging delay): the first stages are far from equilibrium, and with equal weights
+one of them costs the average more than another late one gains it.
 
 The snapshots are part of the run's checkpoint (`checkpoint` / `restore`), so a resumed run
 delivers the same average."""
@@ -49,14 +51,22 @@ class Snapshot:
 
 class PolicyAverage:
     """The newest `keep` snapshots of the learner, one every `interval` learner steps, with the
-    sampling parameters of `sampler` (the learner's) then; off when `keep` is 0 (no snapshot is
-    taken, no file written). `judge`: the game's judge of a mixture (game.py's
-    `evaluate_mixture`), None where the game has none."""
+    sampling parameters of `sampler` (the learner's) then, those before step `start` dropped; off
+    when `keep` is 0 (no snapshot is taken, no file written). `judge`: the game's judge of a
+    mixture (game.py's `evaluate_mixture`), None where the game has none."""
 
-    def __init__(self, keep: int, interval: int, sampler: Sampler | None = None, judge: MixtureEvaluate | None = None):
+    def __init__(
+        self,
+        keep: int,
+        interval: int,
+        sampler: Sampler | None = None,
+        judge: MixtureEvaluate | None = None,
+        start: int = 0,
+    ):
         self.keep, self.interval, self.sampler, self.judge = int(keep), int(interval), sampler, judge
+        self.start = int(start)
         self.snapshots: list[Snapshot] = []
-        self.taken_at = 0  # global step of the last snapshot (or of the run's start)
+        self.taken_at = 0  # global step of the last snapshot taken, kept or not (or of the run's start)
 
     @property
     def enabled(self) -> bool:
@@ -64,13 +74,17 @@ class PolicyAverage:
 
     @torch.no_grad()
     def advance(self, policy: Policy, global_step: int) -> None:
-        """After an update: a snapshot when `interval` steps have passed since the last one."""
+        """After an update: a snapshot when `interval` steps have passed since the last one (kept
+        from step `start` on; the interval counts from the dropped ones too, so every snapshot is
+        taken at the same steps whatever the start)."""
         if not self.enabled or global_step - self.taken_at < self.interval:
+            return
+        self.taken_at = int(global_step)
+        if global_step < self.start:
             return
         weights = {k: v.detach().cpu().clone() for k, v in strip_compile_prefix(unwrap(policy).state_dict()).items()}
         self.snapshots = [*self.snapshots, Snapshot(int(global_step), weights, self.sampler.get_sampling_params())]
         self.snapshots = self.snapshots[-self.keep :]
-        self.taken_at = int(global_step)
 
     def members(self, policy_config: dict) -> list[dict]:
         """The snapshots as mixture members with equal weights (none before the first snapshot)."""

@@ -130,5 +130,7 @@ def build_trainer(
     evaluate = game.evaluation(cfg)
     sampler = game.sampler(cfg)
     judge_average = game.evaluate_mixture(cfg) if game.evaluate_mixture else None
-    average = PolicyAverage(cfg.train.average_snapshots, cfg.train.average_interval, sampler, judge_average)
+    average = PolicyAverage(
+        cfg.train.average_snapshots, cfg.train.average_interval, sampler, judge_average, cfg.train.average_start
+    )
     return Trainer(cfg, env, policy, sampler, side, evaluate, device, logger, dashboard, dist, average)

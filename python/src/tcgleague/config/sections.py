@@ -150,6 +150,7 @@ class TrainSection:
     # The average policy (average.py): an equal mixture of the newest snapshots, average_policy.pt.
     average_snapshots: int = 0  # snapshots the average keeps (0 = no average policy)
     average_interval: int = 250_000  # learner steps between snapshots
+    average_start: int = 0  # learner steps before which no snapshot is kept (the average's burn-in)
     compile: str = "auto"  # auto | true | false (auto = on for cuda, off on cpu)
     compile_mode: str = "reduce-overhead"
     precision: str = "fp32"  # fp32 | bf16 (the loss's forward under bf16 autocast)
