@@ -135,6 +135,23 @@ def test_a_mixture_judges_as_its_reach_weighted_average(tmp_path):
     assert 0 < judged < max(exact.measure(rules, p).exploitability for p in singles)
 
 
+def test_a_runs_mixture_judge_reuses_the_tables_of_unchanged_members(tmp_path, monkeypatch):
+    _, path = two_members(tmp_path, (0.5, 0.5))
+    members = load_mixture(path).members
+    made = []
+    table_of_member = exact.recurrent_policy
+    monkeypatch.setattr(exact, "recurrent_policy", lambda *a: made.append(a[1]) or table_of_member(*a))
+    evaluate = exact.mixture_evaluation(JUDGED["kuhn"])(None)
+    first = evaluate(members, [0.5, 0.5])
+    assert evaluate(members, [0.5, 0.5]) == first and len(made) == 2  # both tables kept
+    with torch.no_grad():
+        members[1][0].actor.bias.add_(1.0)  # a member whose weights changed is judged again
+    changed = evaluate(members, [0.5, 0.5])
+    assert made[2:] == [members[1][0]] and changed != first
+    uncached = exact.members_exploitability(JUDGED["kuhn"], members, [0.5, 0.5])
+    assert changed["eval/mixture_exploitability"] == pytest.approx(uncached.exploitability, abs=1e-12)
+
+
 @pytest.mark.parametrize(
     "damage, message",
     [

@@ -24,9 +24,8 @@ from pathlib import Path
 
 import torch
 
-from .game import family_of
-from .league.mixture import MixtureEvaluate, write_mixture_file
-from .policy.family import Policy, Sampler, freeze, strip_compile_prefix, unwrap
+from .league.mixture import MixtureEvaluate, member_policy, write_mixture_file
+from .policy.family import Policy, Sampler, strip_compile_prefix, unwrap
 
 AVERAGE_FILE = "average_policy.pt"
 
@@ -96,12 +95,7 @@ class PolicyAverage:
         snapshot or without a judge): the figures the league's Nash mixture gets as eval/mixture_*."""
         if not self.snapshots or self.judge is None:
             return {}
-        family = family_of(policy_config)
-        arch = family.config_from_dict(policy_config)
-        members = [
-            (freeze(family.from_state(s.policy, arch)), family.sampler_from_params(s.sampling_params))
-            for s in self.snapshots
-        ]
+        members = [member_policy(s.policy, policy_config, s.sampling_params) for s in self.snapshots]
         judged = self.judge(members, [1.0 / len(members)] * len(members))
         return {name.replace("eval/mixture_", "eval/average_"): value for name, value in judged.items()}
 

@@ -141,6 +141,14 @@ def mixture_side(mixture: Mixture, seed: int, argmax: bool = False) -> Callable:
     return make
 
 
+def member_policy(weights: dict, policy_config: dict, sampling_params: dict | None) -> tuple[Policy, Sampler]:
+    """A member's frozen policy and its sampler, from what a mixture file keeps of it (raises
+    RuntimeError, ValueError, TypeError or KeyError where the weights do not fit the architecture)."""
+    family = family_of(policy_config)
+    policy = family.from_state(weights, family.config_from_dict(policy_config))
+    return freeze(policy), family.sampler_from_params(sampling_params)
+
+
 def load_mixture(path: Path, log=print) -> Mixture:
     """A mixture file, validated: refused in one line (CheckpointError) when it is not one, when its
     weights are not a distribution, or when a member's weights do not fit its architecture."""
@@ -163,13 +171,11 @@ def load_mixture(path: Path, log=print) -> Mixture:
         if not weights_ok:
             raise CheckpointError(f"{where} ({entry['id']!r}): its weights are not finite tensors")
         try:
-            family = family_of(entry["policy_config"])
-            policy = family.from_state(entry["policy"], family.config_from_dict(entry["policy_config"]))
+            members.append(member_policy(entry["policy"], entry["policy_config"], entry.get("sampling_params")))
         except (RuntimeError, ValueError, TypeError, KeyError) as err:
             raise CheckpointError(f"{where} ({entry['id']!r}): weights do not fit the architecture: {err}") from None
         ids.append(str(entry["id"]))
         weights.append(float(weight))
-        members.append((freeze(policy), family.sampler_from_params(entry.get("sampling_params"))))
     if abs(sum(weights) - 1.0) > WEIGHT_TOLERANCE:
         raise CheckpointError(f"{path}: the mixture's weights sum to {sum(weights):.6g}, not 1 ({weights})")
     game = checkpoint_game(loaded.state)
