@@ -90,10 +90,16 @@ def build_opponents(
     )
 
 
+def mixture_judge(cfg: Config):
+    """The game's judge of a mixture (the league's Nash mixture, the average policy); None where
+    the game has none."""
+    judge = game_of(cfg).evaluate_mixture
+    return judge(cfg) if judge is not None else None
+
+
 def delivered_mixture_judge(cfg: Config):
     """The game's judge of the league's Nash mixture when the run delivers one (else None)."""
-    judge = game_of(cfg).evaluate_mixture
-    return judge(cfg) if judge is not None and cfg.league.deliverable == "nash_mixture" else None
+    return mixture_judge(cfg) if cfg.league.deliverable == "nash_mixture" else None
 
 
 def check_env_fits(cfg: Config) -> None:
@@ -129,8 +135,6 @@ def build_trainer(
     side = opponents(env, device) if opponents else build_opponents(cfg, env, run_dir, device, dist)
     evaluate = game.evaluation(cfg)
     sampler = game.sampler(cfg)
-    judge_average = game.evaluate_mixture(cfg) if game.evaluate_mixture else None
-    average = PolicyAverage(
-        cfg.train.average_snapshots, cfg.train.average_interval, sampler, judge_average, cfg.train.average_start
-    )
+    t = cfg.train
+    average = PolicyAverage(t.average_snapshots, t.average_interval, sampler, mixture_judge(cfg), t.average_start)
     return Trainer(cfg, env, policy, sampler, side, evaluate, device, logger, dashboard, dist, average)

@@ -90,15 +90,27 @@ def empty_table(game: JudgedGame) -> openspiel_policy.TabularPolicy:
     return openspiel_policy.TabularPolicy(openspiel_game(game))
 
 
+class TablePolicy:
+    """A policy that carries its whole table: `table[i]`, the probabilities over OpenSpiel's action
+    ids at information state `keys[i]` (`recurrent_policy`'s, in OpenSpiel's state order, which
+    `tabular_policy` copies in at once)."""
+
+    def __init__(self, keys: list[str], table: np.ndarray):
+        self.keys, self.table = keys, table
+        self.index = {key: i for i, key in enumerate(keys)}
+
+    def __call__(self, state: pyspiel.State) -> dict[int, float]:
+        row = self.table[self.index[state.information_state_string()]]
+        return {a: float(row[a]) for a in state.legal_actions()}
+
+
 def tabular_policy(game: JudgedGame, policy: StatePolicy) -> openspiel_policy.TabularPolicy:
     """OpenSpiel's table of `policy`: its probabilities at one state of each information state
-    (a policy that sees only the information state gives the same at every other). A policy that
-    carries its whole table already (`recurrent_policy`'s `table` attribute, in the table's
-    state order) is copied in at once: a mixture judges many of them."""
+    (a policy that sees only the information state gives the same at every other). A
+    `TablePolicy` in the table's state order is copied in at once: a mixture judges many."""
     tabular = copy.copy(empty_table(game))  # its own probabilities over the shared list of states
-    known = getattr(policy, "table", None)
-    if known is not None and getattr(policy, "keys", None) == list(tabular.state_lookup):
-        tabular.action_probability_array[:] = known
+    if isinstance(policy, TablePolicy) and policy.keys == list(tabular.state_lookup):
+        tabular.action_probability_array[:] = policy.table
         return tabular
     for state, probabilities in zip(tabular.states, tabular.action_probability_array):
         given = dict(policy(state))
@@ -215,7 +227,7 @@ def decision_sequences(game: JudgedGame) -> DecisionSequences:
 
 
 @torch.no_grad()
-def recurrent_policy(game: JudgedGame, policy: Policy, sampler: Sampler) -> StatePolicy:
+def recurrent_policy(game: JudgedGame, policy: Policy, sampler: Sampler) -> TablePolicy:
     """OpenSpiel's view of a recurrent policy over our rows (a trained checkpoint's, the trainer's
     learner): its LSTM run from a zero state along each information state's rows, every state in
     one batch, and the sampler's probabilities at the last row (its current parameters)."""
@@ -239,14 +251,7 @@ def recurrent_policy(game: JudgedGame, policy: Policy, sampler: Sampler) -> Stat
         table[i, [game.openspiel_action(mask, int(a)) for a in ours]] = (
             probabilities[i, ours] / probabilities[i, ours].sum()
         )
-    index = {key: i for i, key in enumerate(seqs.keys)}
-
-    def at(state: pyspiel.State) -> dict[int, float]:
-        row = table[index[state.information_state_string()]]
-        return {a: float(row[a]) for a in state.legal_actions()}
-
-    at.table, at.keys = table, seqs.keys  # TabularPolicy's states, in its order: tabular_policy copies it
-    return at
+    return TablePolicy(seqs.keys, table)
 
 
 def mixture_policy(game: JudgedGame, policies: Sequence[StatePolicy], weights: Sequence[float]) -> StatePolicy:
