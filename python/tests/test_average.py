@@ -89,7 +89,9 @@ def test_an_average_of_the_last_learner_alone_judges_like_the_learner(tmp_path):
         assert m["eval/average_exploitability"] == pytest.approx(m["eval/exploitability"], abs=1e-9)
 
 
-@pytest.mark.parametrize(("key", "value"), [("average-snapshots", "-1"), ("average-interval", "0"), ("average-start", "-1")])
+@pytest.mark.parametrize(
+    ("key", "value"), [("average-snapshots", "-1"), ("average-interval", "0"), ("average-start", "-1")]
+)
 def test_bad_average_keys_are_refused_by_name(key, value):
     with pytest.raises(ConfigError, match=key.replace("-", "_")):
         load_config(Path("configs/kuhn.ini"), [f"--train.{key}", value])

@@ -32,10 +32,10 @@ from open_spiel.python import policy as openspiel_policy
 
 from .checkpoint.deployed import checkpoint_sampler
 from .checkpoint.files import load_checkpoint, read_state, verify_archive
+from .dist import weights_digest
 from .errors import UserInputError
 from .fingerprint import checkpoint_game
 from .league.mixture import is_mixture, load_mixture
-from .dist import weights_digest
 from .policy.family import Policy, Sampler, freeze, unwrap
 
 StatePolicy = Callable[[pyspiel.State], Mapping[int, float]]

@@ -278,7 +278,9 @@ def validate_train_options(cfg: Config, check: Check) -> None:
     check(0 < t.magnet_ema <= 1, "train", "magnet_ema", "must be in (0, 1] (e.g. 0.01)")
     check(t.average_snapshots >= 0, "train", "average_snapshots", "must be >= 0 (0 = no average policy; e.g. 16)")
     check(t.average_interval >= 1, "train", "average_interval", "must be >= 1 learner steps (e.g. 250000)")
-    check(t.average_start >= 0, "train", "average_start", "must be >= 0 learner steps (0 = from the start; e.g. 500000)")
+    check(
+        t.average_start >= 0, "train", "average_start", "must be >= 0 learner steps (0 = from the start; e.g. 500000)"
+    )
     check(t.compile in SWITCHES, "train", "compile", f"must be one of {', '.join(SWITCHES)} (auto = on for cuda)")
     check(t.precision in PRECISIONS, "train", "precision", f"must be one of {', '.join(PRECISIONS)}")
     check(t.nan_policy in NAN_POLICIES, "train", "nan_policy", f"must be one of {', '.join(NAN_POLICIES)}")
