@@ -131,6 +131,24 @@ def refused_by_evaluate(capsys, *argv: str) -> str:
 # ---- 1. damaged fields ------------------------------------------------------------------------------
 W_NAN, W_INF, W_INT = "lstm.weight_ih", "ls_type.bias", "ls_type.weight"
 
+
+def beside_the_learner(part: str, damage):
+    """An edit giving the checkpoint a frozen magnet (`part` "magnet") or an average of one snapshot
+    (`part` "average") holding a copy of the learner's weights, damaged by `damage(weights)`."""
+
+    def edit(state):
+        weights = {k: v.clone() for k, v in state["policy"].items()}
+        damage(weights)
+        snapshot = {"global_step": 512, "policy": weights, "sampling_params": dict(state["sampling_params"])}
+        parts = {
+            "magnet": {"kind": "frozen", "replaced_at": 512, "policy": weights},
+            "average": {"taken_at": 512, "snapshots": [snapshot]},
+        }
+        state[part] = parts[part]
+
+    return edit
+
+
 WIDTH = "an integer in [1, 8192]"  # policy_config values are bounded by config.validate.MAX_WIDTH
 
 
@@ -230,6 +248,27 @@ BOTH = [
         put(("league",), {"exploiter": {"policy": {"w": torch.zeros(2)}, "optimizer": {}}}),
         "league.exploiter.optimizer.param_groups",
         "expected a non-empty list",
+    ),
+    # the copies of the learner a run keeps beside it: the magnet and the average policy's snapshots
+    ("magnet-kind", put(("magnet",), {"kind": "warm", "replaced_at": 0}), "magnet.kind", "one of uniform, frozen, ema"),
+    (
+        "magnet-shape",
+        beside_the_learner("magnet", lambda w: w.update({W_INF: w[W_INF][:4]})),
+        f"magnet.policy.{W_INF}",
+        "shape [4] does not fit the policy's [8]",
+    ),
+    ("average-list", put(("average",), {"taken_at": 0, "snapshots": {}}), "average.snapshots", "expected a list"),
+    (
+        "average-weight-nan",
+        beside_the_learner("average", lambda w: w.update({W_NAN: with_nan(w[W_NAN])})),
+        f"average.snapshots[0].policy.{W_NAN}",
+        "3 of 4096 values are NaN or infinite",
+    ),
+    (
+        "average-weight-missing",
+        beside_the_learner("average", lambda w: w.pop(W_INF)),
+        "average.snapshots[0].policy",
+        "its weight names are not the policy's",
     ),
     ("normalizer-set", put(("normalizer",), {"mean": 0.0}), "normalizer", "expected none"),
     ("run-name-int", put(("run_name",), 3), "run_name", "expected a string"),

@@ -21,9 +21,11 @@ from typing import Any
 
 import torch
 
+from ..config.sections import MAGNET_KINDS
 from ..config.validate import MAX_ATTENTION_LAYERS, MAX_WIDTH
 from ..fingerprint import checkpoint_game
 from ..game import GAME_NAMES, every_game, family_names, game_named
+from ..policy.family import strip_compile_prefix
 from ..policy.sampling import SamplingParameters
 from .field_types import (
     FieldError,
@@ -113,7 +115,9 @@ TOP_FIELDS: dict[str, Callable[[Any, str], Any]] = {
     "config": _optional(_config),
     "run_name": _optional(_text),
     "resumed_from": _optional(_text),
-    "league": _optional(lambda v, f: _league(v, f)),  # defined below
+    "magnet": _optional(lambda v, f: _magnet(v, f)),  # defined below
+    "average": _optional(lambda v, f: _average(v, f)),
+    "league": _optional(lambda v, f: _league(v, f)),
     "dist": _optional(lambda v, f: _dist(v, f)),  # defined below
     "normalizer": lambda v, f: _require(v is None, f, "expected none (there is no normaliser)"),
 }
@@ -177,6 +181,35 @@ def _dist(v: Any, field: str) -> None:
     )
 
 
+def _magnet(v: Any, field: str) -> None:
+    """The regularizer's magnet (magnet.py): its kind, when it was last replaced, its weights."""
+    kind = _dict(v, field).get("kind")
+    _require(kind in MAGNET_KINDS, f"{field}.kind", f"expected one of {', '.join(MAGNET_KINDS)}, got {kind!r}")
+    _count(v.get("replaced_at"), f"{field}.replaced_at")
+    _optional(_policy)(v.get("policy"), f"{field}.policy")
+
+
+def _average(v: Any, field: str) -> None:
+    """The run's average policy (average.py): when the last snapshot was taken, and each snapshot."""
+    _count(_dict(v, field).get("taken_at"), f"{field}.taken_at")
+    snapshots = v.get("snapshots")
+    _require(isinstance(snapshots, list), f"{field}.snapshots", f"expected a list, got {type(snapshots).__name__}")
+    for k, snapshot in enumerate(snapshots):
+        where = f"{field}.snapshots[{k}]"
+        _count(_dict(snapshot, where).get("global_step"), f"{where}.global_step")
+        _policy(snapshot.get("policy"), f"{where}.policy")
+        _sampling(snapshot.get("sampling_params"), f"{where}.sampling_params")
+
+
+def _learner_copies(state: dict) -> dict[str, dict]:
+    """The copies of the learner's weights a run checkpoint keeps beside it, by field: the magnet's
+    and the average's snapshots (their tensors must have the learner's names and shapes)."""
+    copies = {"magnet.policy": (state.get("magnet") or {}).get("policy")}
+    for k, snapshot in enumerate((state.get("average") or {}).get("snapshots") or []):
+        copies[f"average.snapshots[{k}].policy"] = snapshot.get("policy")
+    return {where: weights for where, weights in copies.items() if weights is not None}
+
+
 def _league(v: Any, field: str) -> None:
     """The league side's state. The tensors of its main exploiter (a second learner) are checked
     like the learner's; the rest (matchmaker, manager, frozen pool) is checked where it is read."""
@@ -229,6 +262,15 @@ def check_against_policy(state: dict, policy: torch.nn.Module) -> None:
                         f"optimizer.state[{i}].{key}",
                         f"shape {list(value.shape)} does not fit parameter shape {list(params[i].shape)}",
                     )
+    shapes = {k: v.shape for k, v in strip_compile_prefix(policy.state_dict()).items()}
+    for where, weights in _learner_copies(state).items():
+        _require(set(weights) == set(shapes), where, "its weight names are not the policy's")
+        for k, tensor in weights.items():
+            _require(
+                tensor.shape == shapes[k],
+                f"{where}.{k}",
+                f"shape {list(tensor.shape)} does not fit the policy's {list(shapes[k])}",
+            )
     hidden = getattr(getattr(policy, "config", None), "hidden_size", None)
     runs = {"run_state": state.get("run_state")}
     for rank, part in ((state.get("dist") or {}).get("ranks") or {}).items():
