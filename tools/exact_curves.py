@@ -6,8 +6,8 @@ figure of a game's runs beside uniform play and a solver (docs/liars_dice_exploi
 
 Each run (`RUN_DIR=LABEL`, or the directory's name) draws its deliverable, the average policy
 (`eval/average_exploitability`, solid), and its learner (`eval/exploitability`, dashed) in one
-colour; the y axis is
-logarithmic, so a tenth of uniform play is as far below it as uniform play is above 7.8.
+colour; the y axis is logarithmic, so a tenth of uniform play is as far below it as uniform play
+is above 7.8.
 """
 
 from __future__ import annotations

@@ -315,7 +315,7 @@ def members_exploitability(
     unchanged and left holding this call's (a run judges the same snapshots or members again)."""
     keys = [member_key(policy, sampler) for policy, sampler in members]
     known = judged if judged is not None else {}
-    tables = {key: known.get(key) or recurrent_policy(game, *member) for key, member in zip(keys, members)}
+    tables = {key: known[key] if key in known else recurrent_policy(game, *m) for key, m in zip(keys, members)}
     known.clear()
     known.update(tables)
     return measure(game, mixture_policy(game, [tables[key] for key in keys], weights))
