@@ -45,6 +45,7 @@ def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_pa
         last = json.loads((Path(run["run_dir"]) / "metrics.jsonl").read_text().splitlines()[-1])
         assert ("league/active" in last) == league_on  # the league run really ran the league
         br = run["exploit"]  # how exploitable the final is: a best response against it, the same budget for both
+        assert run["deliverable"] == run["checkpoint"], "the learner is what these runs deliver"
         assert br["target"] == run["checkpoint"] and br["steps"] == 512 and br["games"] == 8
         assert 0.0 <= br["wilson_low"] <= br["winrate"] <= br["wilson_high"] <= 1.0
         assert Path(br["run_dir"]).parent == tmp_path / "runs"  # where the command line put its runs
@@ -62,15 +63,23 @@ def test_bench_learn_league_trains_both_and_plays_them_against_each_other(tmp_pa
     assert refused.returncode == 2 and "judged with" in refused.stderr and "Traceback" not in refused.stderr
     refused = subprocess.run([*head, "--steps", "1024", "--exploit-steps", "512", "--baseline", str(out), *tail], **RUN)
     assert refused.returncode == 2 and "[train] total_timesteps 1536 -> 1024" in refused.stderr
+    mixture = ["--league.deliverable", "nash_mixture", "--league.opponent-sampling", "nash"]
+    refused = subprocess.run([*head, "--steps", "1536", "--exploit-steps", "512", *mixture, *tail], **RUN)
+    assert refused.returncode == 2 and "give --lookahead 0" in refused.stderr and "Traceback" not in refused.stderr
     assert len(list((tmp_path / "runs").iterdir())) == 4, "nothing trained by a refused command"
+
+    # A league that delivers its Nash mixture is judged as delivered: best response, panel and head to head.
     again = tmp_path / "again.json"
     rerun = [*head, "--steps", "1536", "--exploit-steps", "512", "--json", str(again), "--baseline", str(out), *tail]
-    rerun += ["--league.latest-ratio", "0.5"]
-    done = subprocess.run(rerun, **RUN)
+    done = subprocess.run([*rerun, *mixture, "--lookahead", "0"], **RUN)
     assert done.returncode == 0, done.stderr[-2000:]
     second = json.loads(again.read_text())
     assert second["selfplay"] == figures["selfplay"] and second["baseline"] == str(out)
-    assert second["league"]["checkpoint"] != figures["league"]["checkpoint"] and "exploit" in second["league"]
+    league = second["league"]
+    assert league["checkpoint"] != figures["league"]["checkpoint"] and league["lookahead"] is None
+    assert league["deliverable"] == str(Path(league["run_dir"]) / "league_policy.pt")
+    assert league["exploit"]["target"] == league["deliverable"] and league["games_vs_greedy"] == 8
+    assert "league: judged league_policy.pt" in done.stdout
     assert len(list((tmp_path / "runs").iterdir())) == 6, "one training and one best response more"
     assert 0.0 <= second["winrate_league_vs_selfplay"] <= 1.0
 

@@ -152,19 +152,24 @@ def train_one(
         checkpoint=str(final[-1]), run_dir=str(run_dir), **run_figures(read_metrics(run_dir / METRICS_FILE), runner)
     )
     figures["resumed_from"] = str(continuation.checkpoint) if continuation else None
+    mixture = run_dir / MIXTURE_FILE if delivers_mixture(cfg) and (run_dir / MIXTURE_FILE).exists() else None
+    figures["deliverable"] = str(mixture or final[-1])  # what the run hands its user: every judge below takes it
     if judged_exactly(cfg):
-        delivered = cfg.league.enable and cfg.league.deliverable == "nash_mixture"
-        mixture = run_dir / MIXTURE_FILE if delivered and (run_dir / MIXTURE_FILE).exists() else None
         figures.update(final_figures(final[-1], read_metrics(run_dir / METRICS_FILE), mixture))
         return figures
-    final_checkpoint = load_checkpoint(final[-1])
+    deliverable = load_checkpoint(figures["deliverable"], mixture_ok=True)
     for bot in runner.bots:
-        figures.update(bot_figures(evaluate_loaded(final_checkpoint, bot, args.episodes, args.seed), bot))
+        figures.update(bot_figures(evaluate_loaded(deliverable, bot, args.episodes, args.seed), bot))
         if args.lookahead:
-            r = evaluate_loaded(final_checkpoint, bot, args.episodes, args.seed, lookahead=args.lookahead)
+            r = evaluate_loaded(deliverable, bot, args.episodes, args.seed, lookahead=args.lookahead)
             figures.update(bot_figures(r, bot, LOOKAHEAD_SUFFIX))
     figures["lookahead"] = args.lookahead or None
     return figures
+
+
+def delivers_mixture(cfg: Config) -> bool:
+    """Whether the run's deliverable is the league's Nash mixture (league_policy.pt), not its learner."""
+    return cfg.league.enable and cfg.league.deliverable == "nash_mixture"
 
 
 def best_response(checkpoint: str, args: argparse.Namespace) -> dict:
@@ -280,6 +285,7 @@ def interval(f: dict, bot: str, suffix: str = "") -> str:
 
 def rows_of(f: dict, name: str, episodes: int, runner: Runner) -> list[tuple[str, str, str]]:
     rows = [(f"{name}: steps / minutes / SPS", f"{f['steps']:,} / {f['minutes']:.1f} / {f['sps']:,.0f}", "")]
+    rows += [(f"{name}: judged {Path(f.get('deliverable', f['checkpoint'])).name}", "", "")]
     rows += [(f"{name}: vs {bot} ({episodes} duplicate games)", interval(f, bot), "") for bot in runner.bots]
     if f.get("lookahead"):
         searching = f"{name} + lookahead {f['lookahead']:g}"
@@ -311,6 +317,11 @@ def run(args: argparse.Namespace) -> dict:
         return figures
     if judged_exactly(configs["selfplay"]):
         return league_judged_exactly(args, jobs)
+    if args.lookahead and delivers_mixture(configs["league"]):
+        raise ArgumentError(
+            f"--lookahead {args.lookahead:g}: the search takes one policy, and this league delivers its Nash mixture "
+            "(league.deliverable nash_mixture); give --lookahead 0"
+        )
     judge = {"exploit_steps": args.exploit_steps, "exploit_config": args.exploit_config}
     judge.update(episodes=args.episodes, seed=args.seed)
     baseline = None
@@ -322,14 +333,16 @@ def run(args: argparse.Namespace) -> dict:
     # spawned, not forked: a forked child would inherit the parent's torch thread pool
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
         trained = list(pool.map(train_one, *zip(*jobs)))
-        if args.exploit_steps > 0:  # the same budget, config and seeds for both finals, side by side too
-            finals = [run["checkpoint"] for run in trained]
+        if args.exploit_steps > 0:  # the same budget, config and seeds for both deliverables, side by side too
+            finals = [run["deliverable"] for run in trained]
             for run, br in zip(trained, pool.map(best_response, finals, [args] * len(trained))):
                 run["exploit"] = br
     for run in trained:
-        run["panel"] = panel_figures(evaluate_panel(load_checkpoint(run["checkpoint"]), [], args.episodes, args.seed))
+        deliverable = load_checkpoint(run["deliverable"], mixture_ok=True)
+        run["panel"] = panel_figures(evaluate_panel(deliverable, [], args.episodes, args.seed))
     league, selfplay = trained[0], baseline or trained[1]
-    r = evaluate_loaded(load_checkpoint(league["checkpoint"]), selfplay["checkpoint"], args.episodes, args.seed)
+    opponent = selfplay.get("deliverable", selfplay["checkpoint"])  # a baseline from before deliverables: its final
+    r = evaluate_loaded(load_checkpoint(league["deliverable"], mixture_ok=True), opponent, args.episodes, args.seed)
     figures = {"league": league, "selfplay": selfplay, "episodes": args.episodes, "command": args.command}
     figures.update(
         jobs=args.jobs, label=args.label, judge=judge, baseline=str(args.baseline) if args.baseline else None
