@@ -313,6 +313,11 @@ def test_bench_learn_judges_a_poker_league_and_its_self_play_exactly(tmp_path):
         )
         assert run["curve"][-1]["exploitability"] == pytest.approx(run["exploitability"])  # the final, evaluated
     assert figures["games_league_vs_selfplay"] == 64 and -13 <= figures["chips_per_game_league_vs_selfplay"] <= 13
+    league = figures["league"]  # leduc.ini's league delivers its Nash mixture: judged and played as such
+    assert league["deliverable"] == str(Path(league["run_dir"]) / "league_policy.pt")
+    assert league["exploitability"] == pytest.approx(
+        exact.file_exploitability(Path(league["deliverable"]), JUDGED["kuhn"]).exploitability
+    )
     assert "league below self-play and below the target" in done.stdout
 
 

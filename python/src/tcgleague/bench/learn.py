@@ -369,12 +369,12 @@ def run(args: argparse.Namespace) -> dict:
 
 def league_judged_exactly(args: argparse.Namespace, jobs: list) -> dict:
     """--league on a game judged exactly: both trainings side by side, each final's exact
-    exploitability and curve, and the finals head to head (learn_exact.py)."""
+    exploitability and curve, and the deliverables head to head (learn_exact.py)."""
     if args.baseline is not None:
         raise ArgumentError("--baseline: a game judged exactly trains both sides (its judge takes seconds)")
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
         league, selfplay = pool.map(train_one, *zip(*jobs))
-    r = head_to_head(jobs[1][0], league["checkpoint"], selfplay["checkpoint"], args.episodes, args.seed)
+    r = head_to_head(jobs[1][0], league["deliverable"], selfplay["deliverable"], args.episodes, args.seed)
     figures = {"league": league, "selfplay": selfplay, "episodes": args.episodes, "command": args.command}
     figures.update(jobs=args.jobs, label=args.label, judge={"exact": True, "episodes": args.episodes}, **r)
     title = f"league ({args.league_config}) vs self-play ({args.config}), same seed and steps, judged exactly"

@@ -1,7 +1,7 @@
 """`bench learn`'s judge for a game whose exploitability is exact (Leduc, Kuhn, Liar's Dice):
 each final checkpoint's exploitability by its game's judge (`Game.judge`: OpenSpiel's, in the
 game's points per game, lower is better), its curve (the trainer's `eval/exploitability` every --eval-every
-steps), and with --league the two finals head to head through the game's own runner (duplicate
+steps), and with --league the two deliverables head to head through the game's own runner (duplicate
 deals, points per game). There is no best response to train and no held-out bot panel to play:
 OpenSpiel's best response is the exact one."""
 
@@ -15,6 +15,7 @@ from ..checkpoint.files import read_state
 from ..config import Config
 from ..fingerprint import checkpoint_game
 from ..game import game_named, game_of
+from ..league.mixture import is_mixture, load_mixture, mixture_side
 from ..match import policy_side
 from ..rng import stream_seed
 
@@ -54,7 +55,8 @@ def rows_of(f: dict, name: str) -> list[tuple[str, str, str]]:
     def curve(points: list[dict]) -> str:
         return " ".join(f"{p['step'] / 1e6:.2f}M:{p['exploitability']:.3f}" for p in points) or "(no curve points)"
 
-    what = "Nash mixture" if "deliverable" in f else "final learner"
+    mixture = "learner_exploitability" in f  # final_figures keeps the learner's apart when a mixture is delivered
+    what = "Nash mixture" if mixture else "final learner"
     rows = [
         (f"{name}: steps / minutes / SPS", f"{f['steps']:,} / {f['minutes']:.1f} / {f['sps']:,.0f}", ""),
         (
@@ -64,18 +66,22 @@ def rows_of(f: dict, name: str) -> list[tuple[str, str, str]]:
         ),
         (f"{name}: curve", curve(f["curve"]), ""),
     ]
-    if "deliverable" in f:
+    if mixture:
         rows.append((f"{name}: its last learner alone", f"{f['learner_exploitability']:.4f}", "lower is better"))
         rows.append((f"{name}: the learner's curve", curve(f["learner_curve"]), ""))
     return rows
 
 
 def head_to_head(cfg: Config, league: str, selfplay: str, episodes: int, seed: int) -> dict:
-    """The league's final vs self-play's, duplicate deals, each at its saved sampler."""
+    """The league's deliverable vs self-play's, duplicate deals: a checkpoint at its saved
+    sampler, a Nash mixture (league_policy.pt) drawing one member per game."""
     sides = []
     for path, side_seed in ((league, seed), (selfplay, stream_seed(seed, "second_side"))):
-        loaded = load_checkpoint(path, log=lambda _: None)
-        sides.append(policy_side(loaded.policy.eval(), checkpoint_sampler(loaded), side_seed, name=path))
+        loaded = load_checkpoint(path, log=lambda _: None, mixture_ok=True)
+        if is_mixture(loaded.state):
+            sides.append(mixture_side(load_mixture(loaded.path, log=lambda _: None), side_seed))
+        else:
+            sides.append(policy_side(loaded.policy.eval(), checkpoint_sampler(loaded), side_seed, name=path))
     report = game_of(cfg).runner.play(*sides, episodes, seed)
     low, high = report.tally.wilson()
     return {
