@@ -37,8 +37,8 @@ from .checkpoint.deployed import checkpoint_sampler, checkpoint_turn_cap
 from .errors import ArgumentError, entry_point, output_file, write_report
 from .fingerprint import checkpoint_game
 from .game import Game, game_named
-from .league.mixture import is_mixture, load_mixture, mixture_side
-from .match import ActorFactory, MatchRecorder, policy_side
+from .league.mixture import deployed_side, is_mixture
+from .match import ActorFactory, MatchRecorder
 from .replay import replay_document, write_replays
 from .replay.viewer import RUN_REPLAYS
 from .report.panels import log_evaluation
@@ -71,12 +71,10 @@ def evaluate_loaded(
         )
     if recorder is not None and game.runner.recorder is None:
         raise ArgumentError(f"--replays: the replay viewer does not draw {game.name} games yet")
+    if is_mixture(loaded.state) and (lookahead is not None or temperature is not None):
+        raise ArgumentError("--lookahead and --temperature take one policy, not a league mixture")
     sampler = checkpoint_sampler(loaded, temperature)
-    learner = policy_side(loaded.policy.eval(), sampler, seed, argmax)
-    if is_mixture(loaded.state):
-        if lookahead is not None or temperature is not None:
-            raise ArgumentError("--lookahead and --temperature take one policy, not a league mixture")
-        learner = mixture_side(load_mixture(loaded.path, log), seed, argmax)
+    learner = deployed_side(loaded, seed, argmax, sampler, log=log)
     searchers: list = []  # the search actors made, to read their counters after the match
     if lookahead is not None:
         learner = game.search(learner, seed, lookahead, searchers)
@@ -122,7 +120,7 @@ def opponent_side(game: Game, opponent: str, seed: int, strict: bool = False, lo
             f"--opponent {opponent}: neither a bot of {game.name} ({', '.join(game.runner.panel)}) nor a checkpoint file"
         )
     other = load_checkpoint(opponent, policy_config=None, strict=strict, log=log, game=game.name)
-    side = policy_side(other.policy.eval(), checkpoint_sampler(other), seed, name=str(other.path))
+    side = deployed_side(other, seed, name=str(other.path), log=log)
     info.update(opponent_global_step=other.global_step, opponent_epoch=int(other.state["epoch"]))
     return side, info
 

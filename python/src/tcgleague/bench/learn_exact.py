@@ -10,13 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..checkpoint import load_checkpoint
-from ..checkpoint.deployed import checkpoint_sampler
 from ..checkpoint.files import read_state
 from ..config import Config
 from ..fingerprint import checkpoint_game
 from ..game import game_named, game_of
-from ..league.mixture import is_mixture, load_mixture, mixture_side
-from ..match import policy_side
+from ..league.mixture import deployed_side
 from ..rng import stream_seed
 
 TARGET = 0.1  # the league's final exploitability we ask for (Leduc's chips per game): a tenth of a chip from Nash
@@ -78,10 +76,7 @@ def head_to_head(cfg: Config, league: str, selfplay: str, episodes: int, seed: i
     sides = []
     for path, side_seed in ((league, seed), (selfplay, stream_seed(seed, "second_side"))):
         loaded = load_checkpoint(path, log=lambda _: None, mixture_ok=True)
-        if is_mixture(loaded.state):
-            sides.append(mixture_side(load_mixture(loaded.path, log=lambda _: None), side_seed))
-        else:
-            sides.append(policy_side(loaded.policy.eval(), checkpoint_sampler(loaded), side_seed, name=path))
+        sides.append(deployed_side(loaded, side_seed, name=path, log=lambda _: None))
     report = game_of(cfg).runner.play(*sides, episodes, seed)
     low, high = report.tally.wilson()
     return {

@@ -23,10 +23,12 @@ import numpy as np
 import torch
 
 from ..actors import PolicyActor
-from ..checkpoint import CheckpointError, load_checkpoint
+from ..checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from ..checkpoint.deployed import checkpoint_sampler
 from ..checkpoint.files import write_checkpoint
 from ..fingerprint import checkpoint_game
 from ..game import family_of
+from ..match import policy_side
 from ..policy.family import Policy, Sampler, freeze
 from .manager import LeagueManager
 
@@ -139,6 +141,21 @@ def mixture_side(mixture: Mixture, seed: int, argmax: bool = False) -> Callable:
         return MixtureActor(actors, mixture.weights, env.num_agents, seed)
 
     return make
+
+
+def deployed_side(
+    loaded: LoadedCheckpoint,
+    seed: int,
+    argmax: bool = False,
+    sampler: Sampler | None = None,
+    name: str = "policy",
+    log=print,
+) -> Callable:
+    """A loaded file as a match side, played as deployed: a league mixture draws one member per
+    game, a checkpoint samples at `sampler` (default: the one it was saved with)."""
+    if is_mixture(loaded.state):
+        return mixture_side(load_mixture(loaded.path, log), seed, argmax)
+    return policy_side(loaded.policy.eval(), sampler or checkpoint_sampler(loaded), seed, argmax, name)
 
 
 def member_policy(weights: dict, policy_config: dict, sampling_params: dict | None) -> tuple[Policy, Sampler]:
