@@ -13,11 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from tcgleague.average import AVERAGE_FILE
+from tcgleague.bench.learn import deliverable_of
 from tcgleague.bench.learn_resume import RESUMED_FILE, minutes_upto, plan_continuations
 from tcgleague.build import build_trainer
 from tcgleague.checkpoint import load_checkpoint
 from tcgleague.config import load_config
 from tcgleague.errors import ArgumentError
+from tcgleague.league.mixture import MIXTURE_FILE
 from tcgleague.train import checkpoint_writer
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -169,3 +172,18 @@ def test_the_minutes_of_a_chain_of_continuations_add_up(tmp_path):
     assert minutes_upto(tmp_path, 2048) == 1.5, "without a record: its own clock"
     (tmp_path / RESUMED_FILE).write_text(json.dumps({"checkpoint": "x", "step": 1024, "minutes": 2.0}))
     assert minutes_upto(tmp_path, 2048) == 3.5 and minutes_upto(tmp_path, 1536) == 2.5
+
+
+def test_a_run_delivers_its_leagues_mixture_else_its_average_else_its_final_checkpoint(tmp_path):
+    final = tmp_path / "model_run_000010.pt"
+    kuhn = load_config(CONFIGS / "kuhn.ini", log=lambda _: None)  # keeps an average policy
+    leduc = load_config(CONFIGS / "leduc.ini", log=lambda _: None)  # keeps none
+    league = load_config(CONFIGS / "leduc.ini", ["--league.enable", "true"], log=lambda _: None)
+    assert deliverable_of(kuhn, tmp_path, final) == final  # no average written (yet)
+    (tmp_path / AVERAGE_FILE).touch()
+    (tmp_path / MIXTURE_FILE).touch()
+    assert deliverable_of(kuhn, tmp_path, final) == tmp_path / AVERAGE_FILE
+    assert deliverable_of(leduc, tmp_path, final) == final  # a file of another run's settings is not its deliverable
+    assert deliverable_of(league, tmp_path, final) == tmp_path / MIXTURE_FILE  # leduc.ini's league: nash_mixture
+    learner = load_config(CONFIGS / "leduc.ini", ["--league.enable", "true", "--league.deliverable", "learner"])
+    assert deliverable_of(learner, tmp_path, final) == final

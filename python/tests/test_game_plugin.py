@@ -302,22 +302,26 @@ def test_bench_learn_judges_a_poker_league_and_its_self_play_exactly(tmp_path):
         "512",
     ]
     cmd += ["--league.checkpoint-add-interval", "1", "--base.experiments-dir", str(tmp_path / "runs")]
+    cmd += ["--train.average-snapshots", "2", "--train.average-interval", "2048"]  # both keep an average
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(out.read_text())
-    for name in ("league", "selfplay"):
+    # leduc.ini's league delivers its Nash mixture, self-play its average policy: each judged and played as such
+    for name, delivered in (("league", "league_policy.pt"), ("selfplay", "average_policy.pt")):
         run = figures[name]
+        assert run["deliverable"] == str(Path(run["run_dir"]) / delivered)
         assert run["steps"] == 8192 and [p["step"] for p in run["curve"]] == [4096, 8192]
         assert run["exploitability"] == pytest.approx(
+            exact.file_exploitability(Path(run["deliverable"]), JUDGED["kuhn"]).exploitability
+        )
+        assert run["learner_exploitability"] == pytest.approx(
             exact.checkpoint_exploitability(Path(run["checkpoint"]), JUDGED["kuhn"]).exploitability
         )
-        assert run["curve"][-1]["exploitability"] == pytest.approx(run["exploitability"])  # the final, evaluated
+        for curve, final in (("curve", "exploitability"), ("learner_curve", "learner_exploitability")):
+            assert run[curve][-1]["exploitability"] == pytest.approx(run[final])  # the final, evaluated
     assert figures["games_league_vs_selfplay"] == 64 and -13 <= figures["chips_per_game_league_vs_selfplay"] <= 13
-    league = figures["league"]  # leduc.ini's league delivers its Nash mixture: judged and played as such
-    assert league["deliverable"] == str(Path(league["run_dir"]) / "league_policy.pt")
-    assert league["exploitability"] == pytest.approx(
-        exact.file_exploitability(Path(league["deliverable"]), JUDGED["kuhn"]).exploitability
-    )
+    assert "self-play: exact exploitability, average policy" in done.stdout
+    assert "league: exact exploitability, Nash mixture" in done.stdout
     assert "league below self-play and below the target" in done.stdout
 
 

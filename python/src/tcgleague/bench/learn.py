@@ -27,6 +27,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
+from ..average import AVERAGE_FILE
 from ..build import build_trainer, policy_config
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..config import Config, config_from_dict, load_config
@@ -152,9 +153,10 @@ def train_one(
         checkpoint=str(final[-1]), run_dir=str(run_dir), **run_figures(read_metrics(run_dir / METRICS_FILE), runner)
     )
     figures["resumed_from"] = str(continuation.checkpoint) if continuation else None
-    mixture = run_dir / MIXTURE_FILE if delivers_mixture(cfg) and (run_dir / MIXTURE_FILE).exists() else None
-    figures["deliverable"] = str(mixture or final[-1])  # what the run hands its user: every judge below takes it
+    delivered = deliverable_of(cfg, run_dir, final[-1])
+    figures["deliverable"] = str(delivered)  # what the run hands its user: every judge below takes it
     if judged_exactly(cfg):
+        mixture = delivered if delivered != final[-1] else None
         figures.update(final_figures(final[-1], read_metrics(run_dir / METRICS_FILE), mixture))
         return figures
     deliverable = load_checkpoint(figures["deliverable"], mixture_ok=True)
@@ -165,6 +167,16 @@ def train_one(
             figures.update(bot_figures(r, bot, LOOKAHEAD_SUFFIX))
     figures["lookahead"] = args.lookahead or None
     return figures
+
+
+def deliverable_of(cfg: Config, run_dir: Path, final: Path) -> Path:
+    """What a run hands its user: the league's Nash mixture (league_policy.pt) where [league]
+    deliverable = nash_mixture, else the average policy (average_policy.pt) where [train] keeps
+    one (average_snapshots > 0: CFR's and fictitious play's deliverable), else its final checkpoint."""
+    for name, delivered in ((MIXTURE_FILE, delivers_mixture(cfg)), (AVERAGE_FILE, cfg.train.average_snapshots > 0)):
+        if delivered and (run_dir / name).exists():
+            return run_dir / name
+    return final
 
 
 def delivers_mixture(cfg: Config) -> bool:

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..average import AVERAGE_FILE
 from ..checkpoint import load_checkpoint
 from ..checkpoint.files import read_state
 from ..config import Config
 from ..fingerprint import checkpoint_game
 from ..game import game_named, game_of
-from ..league.mixture import deployed_side
+from ..league.mixture import MIXTURE_FILE, deployed_side
 from ..rng import stream_seed
 
+# a delivered mixture file -> (the trainer's metric that judged it along the way, its name in the table)
+DELIVERED_CURVES = {MIXTURE_FILE: "eval/mixture_exploitability", AVERAGE_FILE: "eval/average_exploitability"}
+DELIVERED_NAMES = {MIXTURE_FILE: "Nash mixture", AVERAGE_FILE: "average policy"}
 TARGET = 0.1  # the league's final exploitability we ask for (Leduc's chips per game): a tenth of a chip from Nash
 
 
@@ -30,8 +34,9 @@ def curve_of(metrics: list[dict], key: str) -> list[dict]:
 
 def final_figures(checkpoint: Path, metrics: list[dict], mixture: Path | None = None) -> dict:
     """What the run delivers judged exactly: its final learner's exploitability, NashConv and
-    curve (eval/exploitability) or, with `mixture` (the league's league_policy.pt), the
-    mixture's (eval/mixture_exploitability), the learner's then kept as `learner_*`."""
+    curve (eval/exploitability) or, with `mixture` (the league's league_policy.pt or the
+    average policy's average_policy.pt), the mixture's (its DELIVERED_CURVES metric), the
+    learner's then kept as `learner_*`."""
     game = game_named(checkpoint_game(read_state(checkpoint)))
     judged = game.judge(checkpoint)
     learner = {"exploitability": judged.exploitability, "nash_conv": judged.nash_conv, "points_unit": game.points_unit}
@@ -42,7 +47,7 @@ def final_figures(checkpoint: Path, metrics: list[dict], mixture: Path | None = 
     return {
         "exploitability": delivered.exploitability,
         "nash_conv": delivered.nash_conv,
-        "curve": curve_of(metrics, "eval/mixture_exploitability"),
+        "curve": curve_of(metrics, DELIVERED_CURVES[mixture.name]),
         "deliverable": str(mixture),
         "points_unit": game.points_unit,
         **{f"learner_{k}": v for k, v in learner.items() if k != "points_unit"},
@@ -54,7 +59,7 @@ def rows_of(f: dict, name: str) -> list[tuple[str, str, str]]:
         return " ".join(f"{p['step'] / 1e6:.2f}M:{p['exploitability']:.3f}" for p in points) or "(no curve points)"
 
     mixture = "learner_exploitability" in f  # final_figures keeps the learner's apart when a mixture is delivered
-    what = "Nash mixture" if mixture else "final learner"
+    what = DELIVERED_NAMES[Path(f["deliverable"]).name] if mixture else "final learner"
     rows = [
         (f"{name}: steps / minutes / SPS", f"{f['steps']:,} / {f['minutes']:.1f} / {f['sps']:,.0f}", ""),
         (
