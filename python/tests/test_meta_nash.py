@@ -117,7 +117,7 @@ def test_a_mixture_judges_as_its_reach_weighted_average(tmp_path):
     mgr, path = two_members(tmp_path / "a", (1.0, 0.0))
     assert path.name == MIXTURE_FILE
     first = exact.checkpoint_exploitability(tmp_path / "a" / "league" / "members" / "m0.pt", JUDGED["kuhn"])
-    alone = exact.mixture_exploitability(path, JUDGED["kuhn"])
+    alone = exact.file_exploitability(path, JUDGED["kuhn"])
     assert alone.exploitability == pytest.approx(first.exploitability, abs=1e-9)
     _, half = two_members(tmp_path / "b", (0.5, 0.5))
     mixture = load_mixture(half)
@@ -131,7 +131,7 @@ def test_a_mixture_judges_as_its_reach_weighted_average(tmp_path):
     state.apply_action(1)
     mean = {a: 0.5 * (singles[0](state)[a] + singles[1](state)[a]) for a in state.legal_actions()}
     assert average(state) == pytest.approx(mean, abs=1e-6)
-    judged = exact.mixture_exploitability(half, JUDGED["kuhn"]).exploitability
+    judged = exact.file_exploitability(half, JUDGED["kuhn"]).exploitability
     assert 0 < judged < max(exact.measure(rules, p).exploitability for p in singles)
 
 
@@ -203,7 +203,7 @@ def test_a_kuhn_league_delivers_its_nash_mixture_and_resumes_exactly(tmp_path, c
     assert judged and all(0 <= x < UNIFORM["kuhn"] * 1.5 for x in judged)
     mixture = load_mixture(run_a / MIXTURE_FILE)
     assert mixture.game == "kuhn" and sum(mixture.weights) == pytest.approx(1.0)
-    assert exact.mixture_exploitability(run_a / MIXTURE_FILE, JUDGED["kuhn"]).exploitability == pytest.approx(
+    assert exact.file_exploitability(run_a / MIXTURE_FILE, JUDGED["kuhn"]).exploitability == pytest.approx(
         judged[-1], abs=1e-9
     )
     capsys.readouterr()
@@ -282,7 +282,7 @@ def test_a_best_response_trains_against_a_kuhn_mixture_and_its_target_resumes_ex
     report = json.loads(out.read_text())
     assert report["game"] == "kuhn" and report["final"]["games"] == 40
     assert report["exact"]["exploitability"] == pytest.approx(
-        exact.mixture_exploitability(path, JUDGED["kuhn"]).exploitability
+        exact.file_exploitability(path, JUDGED["kuhn"]).exploitability
     )
     target = load_target(str(path), "kuhn")
     env = PokerPufferEnv("kuhn", num_games=4, seed=0)

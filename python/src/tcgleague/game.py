@@ -77,6 +77,9 @@ class Game:
     (search.py's `--lookahead`); None: the game has no search"""
     judge: Callable[[Path], Any] | None = None
     """a checkpoint, league mixture or policy table file -> its exact exploitability; None: none"""
+    judged_game: Any = None
+    """what that judge knows of the game (openspiel_judge.JudgedGame: its OpenSpiel name, rows and
+    actions), for the tools that walk its tree (tools/regret_map.py); None: no exact judge"""
     bench_engine: str | None = None
     """the module of `bench engine --game NAME`'s measurement (its `run(args) -> figures`,
     printed), imported when the bench runs: benches import tools a run never needs"""

@@ -297,11 +297,16 @@ def refuse_other_game(path: Path, played: str, game: JudgedGame) -> None:
         raise UserInputError(f"{path} plays {played}; the exact judge takes {game.name} checkpoints")
 
 
-def checkpoint_exploitability(path: Path, game: JudgedGame) -> Exploitability:
-    """A checkpoint's policy, at the sampler it was saved with, judged exactly."""
+def checkpoint_policy(path: Path, game: JudgedGame) -> TablePolicy:
+    """A checkpoint's policy, at the sampler it was saved with, as OpenSpiel sees it."""
     loaded = load_checkpoint(path)
     refuse_other_game(path, checkpoint_game(loaded.state), game)
-    return policy_exploitability(game, freeze(loaded.policy), checkpoint_sampler(loaded))
+    return recurrent_policy(game, freeze(loaded.policy), checkpoint_sampler(loaded))
+
+
+def checkpoint_exploitability(path: Path, game: JudgedGame) -> Exploitability:
+    """A checkpoint's policy, at the sampler it was saved with, judged exactly."""
+    return measure(game, checkpoint_policy(path, game))
 
 
 def members_exploitability(
@@ -327,23 +332,24 @@ def member_key(policy: Policy, sampler: Sampler) -> tuple:
     return type(unwrap(policy)).__name__, weights_digest(unwrap(policy).state_dict()), params
 
 
-def mixture_exploitability(path: Path, game: JudgedGame) -> Exploitability:
-    """A league mixture (league_policy.pt) judged exactly: its members' reach-weighted average."""
-    mixture = load_mixture(path)
-    refuse_other_game(path, mixture.game, game)
-    return members_exploitability(game, mixture.members, mixture.weights)
-
-
-def file_exploitability(path: Path, game: JudgedGame) -> Exploitability:
-    """A checkpoint, a league mixture (league_policy.pt) or a policy table, judged exactly as
-    `game` (a checkpoint or mixture of another game is refused)."""
+def file_policy(path: Path, game: JudgedGame) -> StatePolicy:
+    """A checkpoint (at its saved sampler), a league mixture (league_policy.pt, average_policy.pt:
+    its members' reach-weighted average) or a policy table, as OpenSpiel sees it; a checkpoint or
+    mixture of another game than `game` is refused."""
     verify_archive(path)
     state = read_state(path)
     if is_mixture(state):
-        return mixture_exploitability(path, game)
+        mixture = load_mixture(path)
+        refuse_other_game(path, mixture.game, game)
+        return mixture_policy(game, [recurrent_policy(game, *m) for m in mixture.members], mixture.weights)
     if "policy_config" in state:
-        return checkpoint_exploitability(path, game)
-    return measure(game, table_policy(load_table(path)))
+        return checkpoint_policy(path, game)
+    return table_policy(load_table(path))
+
+
+def file_exploitability(path: Path, game: JudgedGame) -> Exploitability:
+    """A checkpoint, a league mixture or a policy table (`file_policy`), judged exactly."""
+    return measure(game, file_policy(path, game))
 
 
 def periodic_evaluation(game: JudgedGame) -> Callable:

@@ -50,6 +50,7 @@ LIARS_DICE = Game(
     evaluate_mixture=mixture_evaluation(JUDGED),
     default_config="configs/liars_dice.ini",
     judge=lambda path: file_exploitability(path, JUDGED),
+    judged_game=JUDGED,
     points_unit="points",
     bench_engine=f"{__package__}.bench_engine",
     play=functools.partial(play_table, LIARS_DICE_WORDS, lambda game, seed: LiarsDicePufferEnv(1, seed), bot),

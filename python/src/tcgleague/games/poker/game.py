@@ -63,6 +63,7 @@ def poker_game(name: str) -> Game:
         evaluate_mixture=mixture_evaluation(JUDGED[name]),
         default_config=f"configs/{name}.ini",
         judge=lambda path: file_exploitability(path, JUDGED[name]),
+        judged_game=JUDGED[name],
         points_unit="chips",
         bench_engine=f"{__package__}.bench_engine",
         play=functools.partial(play_table, poker_words(rules), make_env, poker_bot),

@@ -1,0 +1,79 @@
+"""tools/regret_map.py on Kuhn poker (its tree is small): a solved policy leaves no regret, uniform
+play's is where its exploitability says, and the logit equilibrium's exploitability falls with
+its temperature toward the Nash equilibrium's 0."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+from open_spiel.python import policy as openspiel_policy
+from open_spiel.python.algorithms import cfr
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from regret_map import logit_equilibrium, main, state_figures  # noqa: E402
+
+from tcgleague.games.poker.exact import JUDGED  # noqa: E402
+from tcgleague.openspiel_judge import measure, openspiel_game, table_of, table_policy  # noqa: E402
+
+KUHN = JUDGED["kuhn"]
+UNIFORM_KUHN = 0.458333333  # OpenSpiel's exploitability of uniform play
+
+
+def solved_table() -> dict[str, list[float]]:
+    solver = cfr.CFRPlusSolver(openspiel_game(KUHN))
+    for _ in range(300):
+        solver.evaluate_and_update_policy()
+    return table_of(solver.average_policy())
+
+
+def uniform_table() -> dict[str, list[float]]:
+    return table_of(openspiel_policy.TabularPolicy(openspiel_game(KUHN)))  # a fresh table: uniform over legal actions
+
+
+def test_a_solved_policy_leaves_no_regret_and_uniform_play_leaves_what_its_best_response_takes():
+    spiel = openspiel_game(KUHN)
+    solved = state_figures(spiel, table_policy(solved_table()))
+    uniform = state_figures(spiel, table_policy(uniform_table()))
+    assert len(solved) == len(uniform) == 12  # Kuhn's information states
+    assert sum(f.regret for f in solved) < 2e-3
+    assert sum(f.regret for f in uniform) > 0.3
+    for figures in (solved, uniform):
+        assert all(0.0 <= f.own_reach <= 1.0 and f.others_reach > 0 for f in figures)
+        first = [f for f in figures if len(f.key) == 1]  # each seat's card alone: a first decision
+        assert [f.own_reach for f in first] == [1.0] * len(first)
+    # what a best response gains over a policy is at most the sum of the policy's counterfactual
+    # regrets (CFR's bound): NashConv = 2 x exploitability
+    for figures, table in ((solved, solved_table()), (uniform, uniform_table())):
+        assert sum(f.regret for f in figures) >= 2 * measure(KUHN, table_policy(table)).exploitability - 1e-9
+
+
+def test_the_logit_equilibrium_tends_to_the_nash_equilibrium_as_its_temperature_falls():
+    hot, _ = logit_equilibrium(KUHN, 10.0, 200, 0.2)
+    warm, warm_change = logit_equilibrium(KUHN, 0.3, 400, 0.1)
+    cool, cool_change = logit_equilibrium(KUHN, 0.1, 800, 0.05)
+    assert warm_change < 1e-6 and cool_change < 1e-4  # settled
+    assert UNIFORM_KUHN > hot > warm > cool > 0.0
+    assert cool < 0.06
+
+
+def test_the_tool_reports_a_file_and_refuses_bad_input_in_one_line(tmp_path, capsys):
+    table = tmp_path / "kuhn_table.pt"
+    torch.save(solved_table(), table)
+    assert main([str(table), "--game", "kuhn", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert f"exploitability {measure(KUHN, table_policy(solved_table())).exploitability:.4f}" in out
+    assert out.count("regret ") >= 3 and "closest logit response" in out
+    for argv, message in (
+        ([], "give a policy file"),
+        ([str(table)], "give --game NAME"),
+        ([str(tmp_path / "missing.pt"), "--game", "kuhn"], "not found"),
+        (["--game", "kuhn", "--logit-equilibria", "0"], "must be > 0"),
+        (["--game", "emberfront", "--logit-equilibria", "1"], "has no exact judge"),
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, (argv, err)

@@ -1,0 +1,225 @@
+"""Where a judged policy's exploitability sits, and what an entropy bonus costs exactly (Leduc,
+Kuhn, Liar's Dice: the games OpenSpiel judges).
+
+    python tools/regret_map.py RUN_DIR/average_policy.pt --top 10
+    python tools/regret_map.py --game leduc --logit-equilibria 0.5 0.3 0.2
+
+For a file (a checkpoint, a mixture such as average_policy.pt or league_policy.pt, a policy table):
+- its exploitability, and its counterfactual regret against itself at every information state
+  (what deviating there alone would gain, weighted by the opponent's and chance's reach), summed
+  over states grouped by the acting player's own reach of them. Policy gradient moves a state in
+  proportion to how often it is visited (own reach times the rest), so regret left at states
+  the policy rarely reaches itself, or reaches only when its opponent rarely goes there, is
+  regret it learns slowly;
+- the temperature T (points) whose logit response to its own action values, softmax(Q / T), it is
+  closest to (visit-weighted KL): what it plays like, an entropy bonus being a temperature;
+- the states with the most regret, with their reaches, probabilities and action values.
+
+With --logit-equilibria T ...: the exploitability of the game's logit (agent quantal response)
+equilibrium at each temperature, found by damped logit responses over the exact tree. That is the
+fixed point policy gradient with an entropy bonus of strength T (in the game's points per
+decision) settles on: the least exploitability such a learner can reach, however long it trains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyspiel
+
+from tcgleague.checkpoint import CheckpointError
+from tcgleague.checkpoint.files import read_state, verify_archive
+from tcgleague.errors import UserInputError
+from tcgleague.fingerprint import checkpoint_game
+from tcgleague.game import every_game, game_named
+from tcgleague.league.mixture import is_mixture
+from tcgleague.openspiel_judge import JudgedGame, StatePolicy, file_policy, measure, openspiel_game, table_policy
+
+OWN_REACH_BANDS = (0.0, 0.01, 0.05, 0.2, 0.5, 1.0)
+TEMPERATURES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0, 2.0)  # the grid the implied temperature is read on
+
+
+@dataclass
+class StateFigures:
+    """One information state of the acting player, summed over the histories it holds."""
+
+    key: str
+    own_reach: float
+    """the acting player's probability of its own actions to get here"""
+    legal: list[int]
+    """OpenSpiel's ids of the legal actions"""
+    probabilities: np.ndarray
+    """the policy's, over the legal actions"""
+    others_reach: float
+    """the opponent's and chance's probability of reaching it, summed over its histories"""
+    weighted_values: np.ndarray
+    """the acting player's value of each legal action, weighted by others_reach (summed)"""
+
+    @property
+    def values(self) -> np.ndarray:
+        """Q: each action's value given the state is reached"""
+        return self.weighted_values / max(self.others_reach, 1e-300)
+
+    @property
+    def regret(self) -> float:
+        """the counterfactual regret of the policy here: what the best action alone gains"""
+        return self.others_reach * float(self.values.max() - self.probabilities @ self.values)
+
+    @property
+    def visits(self) -> float:
+        return self.own_reach * self.others_reach
+
+
+def state_figures(spiel: pyspiel.Game, policy: StatePolicy) -> list[StateFigures]:
+    """Every information state's figures under `policy` playing both seats (one walk of the tree)."""
+    figures: dict[str, StateFigures] = {}
+
+    def visit(state: pyspiel.State, reach: np.ndarray) -> np.ndarray:
+        if state.is_terminal():
+            return np.asarray(state.returns())
+        if state.is_chance_node():
+            return sum(p * visit(state.child(a), reach * [1.0, 1.0, p]) for a, p in state.chance_outcomes())
+        player, legal = state.current_player(), state.legal_actions()
+        given = policy(state)
+        probabilities = np.array([given.get(a, 0.0) for a in legal])
+        values = []
+        for action, p in zip(legal, probabilities):
+            child_reach = reach.copy()
+            child_reach[player] *= p
+            values.append(visit(state.child(action), child_reach))
+        values = np.stack(values)  # [actions, players]
+        key = state.information_state_string()
+        f = figures.get(key)
+        if f is None:
+            f = figures[key] = StateFigures(key, reach[player], legal, probabilities, 0.0, np.zeros(len(legal)))
+        others = float(np.prod(np.delete(reach, player)))
+        f.others_reach += others
+        f.weighted_values += others * values[:, player]
+        return probabilities @ values
+
+    visit(spiel.new_initial_state(), np.ones(3))
+    return list(figures.values())
+
+
+def logit_response(values: np.ndarray, temperature: float) -> np.ndarray:
+    z = values / temperature
+    z = np.exp(z - z.max())
+    return z / z.sum()
+
+
+def closeness(figures: list[StateFigures], temperature: float) -> float:
+    """Visit-weighted KL(policy || its logit response at `temperature`)."""
+    total = 0.0
+    for f in figures:
+        p = np.clip(f.probabilities, 1e-12, 1.0)
+        q = np.clip(logit_response(f.values, temperature), 1e-12, 1.0)
+        total += f.visits * float(p @ np.log(p / q))
+    return total
+
+
+def logit_equilibrium(game: JudgedGame, temperature: float, iterations: int, step: float) -> tuple[float, float]:
+    """(exploitability, the last iteration's largest probability change) of damped logit
+    responses from uniform play: pi <- (1 - step) pi + step softmax(Q_pi / T) at every state.
+    A change near 0 says the iteration settled on the equilibrium; a larger one that it circles
+    it (small temperatures: more iterations, a smaller step)."""
+    spiel = openspiel_game(game)
+    table: dict[str, list[float]] = {}
+
+    def current(state: pyspiel.State) -> dict[int, float]:
+        legal = state.legal_actions()
+        row = table.get(state.information_state_string())
+        return {a: (row[a] if row else 1.0 / len(legal)) for a in legal}
+
+    change = 0.0
+    for _ in range(iterations):
+        figures = state_figures(spiel, current)
+        change = 0.0
+        for f in figures:
+            new = (1.0 - step) * f.probabilities + step * logit_response(f.values, temperature)
+            change = max(change, float(np.abs(new - f.probabilities).max()))
+            row = np.zeros(spiel.num_distinct_actions())
+            row[f.legal] = new
+            table[f.key] = row.tolist()
+    return measure(game, table_policy(table)).exploitability, change
+
+
+def judged_game_of(path: Path | None, name: str | None) -> JudgedGame:
+    """The game `name` names, else the one `path` plays (a policy table names none)."""
+    if name is None:
+        state = None
+        if path is not None:
+            verify_archive(path)
+            state = read_state(path)
+        if state is None or not ("policy_config" in state or is_mixture(state)):
+            raise UserInputError("give --game NAME: a policy table does not say which game it plays")
+        name = checkpoint_game(state)
+    judged = game_named(name).judged_game
+    if judged is None:
+        raise UserInputError(f"{name} has no exact judge; the judged games: {', '.join(judged_games())}")
+    return judged
+
+
+def judged_games() -> list[str]:
+    return [game.name for game in every_game() if game.judged_game is not None]
+
+
+def report(path: Path, game: JudgedGame, top: int) -> None:
+    policy = file_policy(path, game)
+    print(f"{path}: exploitability {measure(game, policy).exploitability:.4f} ({game.name}, points per game)")
+    figures = state_figures(openspiel_game(game), policy)
+    regret = np.array([f.regret for f in figures])
+    own = np.array([f.own_reach for f in figures])
+    visits = np.array([f.visits for f in figures])
+    print(f"counterfactual regret against itself, summed over {len(figures)} information states: {regret.sum():.4f}")
+    print("  own reach      states   regret   visits per game")
+    for low, high in zip(OWN_REACH_BANDS, OWN_REACH_BANDS[1:]):
+        band = (own >= low) & ((own < high) if high < 1.0 else (own <= high))
+        print(
+            f"  [{low:.2f}, {high:.2f}{']' if high == 1.0 else ')'}  {band.sum():7d}  {regret[band].sum():7.4f}  {visits[band].sum():8.4f}"
+        )
+    fits = {t: closeness(figures, t) for t in TEMPERATURES}
+    best = min(fits, key=fits.get)
+    print(
+        f"closest logit response softmax(Q / T): T = {best} (visit-weighted KL {fits[best]:.4f}; grid {TEMPERATURES})"
+    )
+    print(f"the {top} states with the most regret:")
+    for i in np.argsort(-regret)[:top]:
+        f = figures[i]
+        print(
+            f"  {f.key!r}: regret {f.regret:.4f}, own reach {f.own_reach:.3f}, others' reach {f.others_reach:.4f}, "
+            f"probabilities {np.round(f.probabilities, 3).tolist()}, values {np.round(f.values, 2).tolist()}"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("policy", nargs="?", type=Path, help="a checkpoint, mixture or policy table file")
+    p.add_argument("--game", help="the game (default: the file's)")
+    p.add_argument("--top", type=int, default=10, help="states with the most regret to list")
+    p.add_argument("--logit-equilibria", type=float, nargs="+", metavar="T", default=[], help="temperatures (points)")
+    p.add_argument("--iterations", type=int, default=1500, help="damped logit responses per temperature")
+    p.add_argument("--step", type=float, default=0.05, help="the damping: the share of the response taken")
+    args = p.parse_args(argv)
+    try:
+        if args.policy is None and not args.logit_equilibria:
+            raise UserInputError("give a policy file, --logit-equilibria T ..., or both")
+        if any(t <= 0 for t in args.logit_equilibria):
+            raise UserInputError(f"--logit-equilibria: temperatures must be > 0, got {args.logit_equilibria}")
+        game = judged_game_of(args.policy, args.game)
+        if args.policy is not None:
+            report(args.policy, game, args.top)
+        for t in args.logit_equilibria:
+            exploitability, change = logit_equilibrium(game, t, args.iterations, args.step)
+            print(f"logit equilibrium at T = {t}: exploitability {exploitability:.4f} (last change {change:.1e})")
+    except (UserInputError, CheckpointError, OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
