@@ -310,6 +310,7 @@ PROBE_VALUES = {
     ("vec", "num_envs"): 2,  # with backend = serial (COMPANIONS): native steps one env object
     ("train", "nan_policy"): "skip_batch",
     ("train", "magnet"): "ema",
+    ("train", "update_rule"): "neurd",
     ("league", "opponent_sampling"): "nash",
     ("league", "deliverable"): "nash_mixture",
     ("vec", "backend"): "serial",

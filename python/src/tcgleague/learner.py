@@ -77,6 +77,7 @@ def build_learner(
         train.norm_adv,
         sizes.loss_compile_mode,
         train.precision,
+        train.neurd_min_prob if train.update_rule == "neurd" else None,
     )
     hidden = policy.hidden_size
     updater = PPOUpdater(policy, sampler, optimizer, settings, train.bptt_horizon, rows, hidden, device, dist, magnet)

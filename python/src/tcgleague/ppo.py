@@ -23,6 +23,7 @@ from .devices import mark_static
 from .dist import SINGLE, Dist
 from .errors import NonFiniteError
 from .magnet import Magnet, magnet_kl, split, uniform_stages
+from .policy.sampling import MASKED
 from .rollout import Batch
 from .rows import RowFormat
 
@@ -56,12 +57,16 @@ class PPOLoss(nn.Module):
     magnet-regularized objective's `magnet_coef * KL(pi || magnet)` per decision (magnet.py),
     averaged over the steps `mask` keeps (rollout.Batch.mask). `params` are the sampler
     parameters the rollout used; `coefs` = COEF_NAMES as a tensor so annealing a coefficient
-    never triggers a recompile. Without a magnet the KL is neither computed nor logged (0)."""
+    never triggers a recompile. Without a magnet the KL is neither computed nor logged (0).
 
-    def __init__(self, policy: nn.Module, sampler, magnet: Magnet | None = None):
+    With `neurd_min_prob` the policy's part is NeuRD's (`neurd_terms`) instead of the clipped
+    surrogate and the entropy's gradient."""
+
+    def __init__(self, policy: nn.Module, sampler, magnet: Magnet | None = None, neurd_min_prob: float | None = None):
         super().__init__()
         self.policy = policy
         self.sampler = sampler
+        self.neurd_min_prob = neurd_min_prob
         # what the magnet asks of the loss; its weights stay out of the loss (replayed by PPOUpdater)
         self.regularized = magnet is not None and magnet.enabled
         self.replayed = self.regularized and magnet.replays
@@ -91,19 +96,63 @@ class PPOLoss(nn.Module):
         v_clipped = old_value + (new_value - old_value).clamp(-vf_clip, vf_clip)
         v_loss = 0.5 * mean(torch.maximum((new_value - ret) ** 2, (v_clipped - ret) ** 2))
         ent_mean = mean(entropy)
-        loss = pg_loss + vf_coef * v_loss - ent_coef * ent_mean
+        magnet_stages = None
         if self.regularized:
             magnet_stages = split(magnet_logp, stages) if self.replayed else uniform_stages(stages)
             kl_mean = mean(magnet_kl(stages, magnet_stages))
-            loss = loss + magnet_coef * kl_mean
         else:
             kl_mean = torch.zeros_like(ent_mean)
+        if self.neurd_min_prob is None:
+            loss = pg_loss + vf_coef * v_loss - ent_coef * ent_mean + magnet_coef * kl_mean
+        else:
+            moved, pulled = neurd_terms(
+                new_logprob, old_logprob, stages, magnet_stages, adv, ratio, clip, self.neurd_min_prob
+            )
+            loss = -mean(moved) + vf_coef * v_loss + mean(ent_coef * pulled[0] + magnet_coef * pulled[1])
         with torch.no_grad():
             approx_kl = mean((ratio - 1.0) - log_ratio)
             clipfrac = mean(((ratio - 1.0).abs() > clip).float())
             ratio_dev = ((ratio - 1.0).abs() * keep).max()
             stats = torch.stack([pg_loss, v_loss, ent_mean, approx_kl, clipfrac, ratio_dev, kl_mean.detach()])
         return loss, stats
+
+
+def neurd_terms(
+    new_logprob: torch.Tensor,
+    old_logprob: torch.Tensor,
+    stages: list[torch.Tensor],
+    magnet_stages: list[torch.Tensor] | None,
+    adv: torch.Tensor,
+    ratio: torch.Tensor,
+    clip: torch.Tensor,
+    min_prob: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """NeuRD's update (neural replicator dynamics, Hennes et al. 2020) as surrogates whose
+    gradients move the logits themselves: (moved [n], (pulled by the entropy [n], by the magnet [n])).
+
+    Policy gradient moves an action's logit by its advantage times its own probability, so an
+    action the policy has nearly dropped comes back slowly however good it is (the rare states'
+    worst mistakes on Leduc: tools/regret_map.py). NeuRD moves each logit by the advantage alone:
+    the sampled action's, divided by its probability when sampled (floored at `min_prob`, which
+    bounds the variance), with PPO's clip stopping a sample whose ratio has left the clip range
+    in its advantage's direction. The bonus and the magnet pull by T (log pi - log magnet), not
+    through the softmax either, so the fixed point is the same logit response softmax(A / T).
+    Logits are centred over each stage's legal values (the softmax does not see their mean);
+    an autoregressive action's stages share the joint action's weight."""
+    centred, means = [], []
+    for logp in stages:
+        legal = (logp > MASKED / 2).to(logp.dtype)
+        kept = logp * legal
+        means.append(kept.sum(-1) / legal.sum(-1).clamp_min(1.0))
+        centred.append((kept - means[-1][:, None]) * legal)
+    chosen = new_logprob - sum(means)  # the chosen action's centred logits, summed over its stages
+    outside = torch.where(adv > 0, ratio > 1.0 + clip, ratio < 1.0 - clip)
+    weight = torch.where(outside, 0.0, adv / old_logprob.exp().clamp_min(min_prob)).detach()
+    entropy_pull = sum((logp.detach() * c).sum(-1) for logp, c in zip(stages, centred))
+    if magnet_stages is None:
+        return weight * chosen, (entropy_pull, torch.zeros_like(entropy_pull))
+    magnet_pull = sum(((logp - logq).detach() * c).sum(-1) for logp, logq, c in zip(stages, magnet_stages, centred))
+    return weight * chosen, (entropy_pull, magnet_pull)
 
 
 @dataclass
@@ -114,6 +163,7 @@ class UpdateSettings:
     norm_adv: bool
     compile_mode: str | None  # torch.compile mode of the loss; None = eager
     precision: str = "fp32"  # fp32 | bf16 (autocast of the loss's forward; weights stay fp32)
+    neurd_min_prob: float | None = None  # NeuRD's update with this floor (`neurd_terms`); None: PPO's
 
 
 class PPOUpdater:
@@ -138,7 +188,7 @@ class PPOUpdater:
         magnet: Magnet | None = None,
     ):
         self.policy, self.optimizer, self.settings, self.device, self.dist = policy, optimizer, settings, device, dist
-        self.loss = PPOLoss(policy, sampler, magnet)
+        self.loss = PPOLoss(policy, sampler, magnet, settings.neurd_min_prob)
         self.sampler = sampler
         self.magnet = magnet if magnet is not None and magnet.replays else None  # replayed once per update
         loss = dist.data_parallel(self.loss, device)

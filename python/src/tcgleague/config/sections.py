@@ -147,6 +147,10 @@ class TrainSection:
     magnet_coef: Anneal = Anneal(initial=0.0, final=0.0)  # 0 and 0: off (no KL computed)
     magnet_interval: int = 1_000_000  # learner steps between a frozen magnet's replacements
     magnet_ema: float = 0.01  # share of the way an ema magnet moves toward the learner per update
+    # How the policy's logits move (ppo.py): ppo (the clipped surrogate) | neurd (by the advantage
+    # itself, an action's probability no longer scaling its gradient: neural replicator dynamics)
+    update_rule: str = "ppo"
+    neurd_min_prob: float = 0.05  # neurd: the probability below which a sample's weight stops growing
     # The average policy (average.py): an equal mixture of the newest snapshots, average_policy.pt.
     average_snapshots: int = 0  # snapshots the average keeps (0 = no average policy)
     average_interval: int = 250_000  # learner steps between snapshots
@@ -253,6 +257,7 @@ LR_SCHEDULES = ("linear", "cosine", "constant", "magnet_stage")
 CHECKPOINT_UNITS = ("epochs", "steps")
 WANDB_MODES = ("auto", "online", "offline", "disabled")
 MAGNET_KINDS = ("uniform", "frozen", "ema")
+UPDATE_RULES = ("ppo", "neurd")
 OPPONENT_SAMPLINGS = ("pfsp", "nash")
 DELIVERABLES = ("learner", "nash_mixture")
 PFSP_WEIGHTINGS = ("squared", "variance", "linear", "uniform")

@@ -26,6 +26,7 @@ from .sections import (
     NAN_POLICIES,
     PRECISIONS,
     SWITCHES,
+    UPDATE_RULES,
     VEC_BACKENDS,
     WANDB_MODES,
     Config,
@@ -276,6 +277,8 @@ def validate_train_options(cfg: Config, check: Check) -> None:
         "magnet_stage restarts the rate with each frozen magnet: it needs magnet = frozen and magnet_coef > 0",
     )
     check(0 < t.magnet_ema <= 1, "train", "magnet_ema", "must be in (0, 1] (e.g. 0.01)")
+    check(t.update_rule in UPDATE_RULES, "train", "update_rule", f"must be one of {', '.join(UPDATE_RULES)}")
+    check(0 < t.neurd_min_prob <= 1, "train", "neurd_min_prob", "must be in (0, 1] (e.g. 0.05)")
     check(t.average_snapshots >= 0, "train", "average_snapshots", "must be >= 0 (0 = no average policy; e.g. 16)")
     check(t.average_interval >= 1, "train", "average_interval", "must be >= 1 learner steps (e.g. 250000)")
     check(
