@@ -315,7 +315,7 @@ def test_bench_learn_judges_a_poker_league_and_its_self_play_exactly(tmp_path):
             exact.file_exploitability(Path(run["deliverable"]), JUDGED["kuhn"]).exploitability
         )
         assert run["learner_exploitability"] == pytest.approx(
-            exact.checkpoint_exploitability(Path(run["checkpoint"]), JUDGED["kuhn"]).exploitability
+            exact.file_exploitability(Path(run["checkpoint"]), JUDGED["kuhn"]).exploitability
         )
         for curve, final in (("curve", "exploitability"), ("learner_curve", "learner_exploitability")):
             assert run[curve][-1]["exploitability"] == pytest.approx(run[final])  # the final, evaluated
@@ -400,7 +400,7 @@ def test_evaluate_checkpoint_plays_a_kuhn_checkpoint_against_its_bots_and_judges
     assert one["opponent"] == ALWAYS_CALL and one["game"] == "kuhn" and one["episodes"] == 200
     assert "chips per game" in out and "exact exploitability" in out and "per deck" not in out
     assert one["exact"]["exploitability"] == pytest.approx(
-        exact.checkpoint_exploitability(Path(ckpt), JUDGED["kuhn"]).exploitability
+        exact.file_exploitability(Path(ckpt), JUDGED["kuhn"]).exploitability
     )
     assert evaluate_checkpoint.main([ckpt, "--panel", "--episodes", "100", "--json", str(tmp_path / "p.json")]) == 0
     panel = json.loads((tmp_path / "p.json").read_text())
@@ -424,7 +424,7 @@ def test_a_best_response_on_kuhn_trains_against_the_checkpoint_and_never_beats_t
         exploit_main([*argv, "--base.experiments-dir", str(tmp_path / "runs"), "--json", str(tmp_path / "r.json")]) == 0
     )
     r = json.loads((tmp_path / "r.json").read_text())
-    best = exact.checkpoint_exploitability(Path(ckpt), JUDGED["kuhn"]).exploitability
+    best = exact.file_exploitability(Path(ckpt), JUDGED["kuhn"]).exploitability
     assert r["game"] == "kuhn" and r["exact"]["exploitability"] == pytest.approx(best)
     final = r["final"]
     assert final["games"] == 2000 and final["points_per_game"] <= best + final["points_half_width"]

@@ -116,7 +116,7 @@ def two_members(tmp_path, weights):
 def test_a_mixture_judges_as_its_reach_weighted_average(tmp_path):
     mgr, path = two_members(tmp_path / "a", (1.0, 0.0))
     assert path.name == MIXTURE_FILE
-    first = exact.checkpoint_exploitability(tmp_path / "a" / "league" / "members" / "m0.pt", JUDGED["kuhn"])
+    first = exact.file_exploitability(tmp_path / "a" / "league" / "members" / "m0.pt", JUDGED["kuhn"])
     alone = exact.file_exploitability(path, JUDGED["kuhn"])
     assert alone.exploitability == pytest.approx(first.exploitability, abs=1e-9)
     _, half = two_members(tmp_path / "b", (0.5, 0.5))

@@ -304,11 +304,6 @@ def checkpoint_policy(path: Path, game: JudgedGame) -> TablePolicy:
     return recurrent_policy(game, freeze(loaded.policy), checkpoint_sampler(loaded))
 
 
-def checkpoint_exploitability(path: Path, game: JudgedGame) -> Exploitability:
-    """A checkpoint's policy, at the sampler it was saved with, judged exactly."""
-    return measure(game, checkpoint_policy(path, game))
-
-
 def members_exploitability(
     game: JudgedGame,
     members: Sequence[tuple[Policy, Sampler]],
