@@ -32,11 +32,9 @@ import numpy as np
 import pyspiel
 
 from tcgleague.checkpoint import CheckpointError
-from tcgleague.checkpoint.files import read_state, verify_archive
 from tcgleague.errors import UserInputError
-from tcgleague.fingerprint import checkpoint_game
-from tcgleague.game import every_game, game_named
-from tcgleague.league.mixture import is_mixture
+from tcgleague.exact import judged_games, played_game
+from tcgleague.game import game_named
 from tcgleague.openspiel_judge import JudgedGame, StatePolicy, file_policy, measure, openspiel_game, table_policy
 
 OWN_REACH_BANDS = (0.0, 0.01, 0.05, 0.2, 0.5, 1.0)
@@ -149,22 +147,13 @@ def logit_equilibrium(game: JudgedGame, temperature: float, iterations: int, ste
 
 def judged_game_of(path: Path | None, name: str | None) -> JudgedGame:
     """The game `name` names, else the one `path` plays (a policy table names none)."""
+    name = name or (played_game(path) if path is not None else None)
     if name is None:
-        state = None
-        if path is not None:
-            verify_archive(path)
-            state = read_state(path)
-        if state is None or not ("policy_config" in state or is_mixture(state)):
-            raise UserInputError("give --game NAME: a policy table does not say which game it plays")
-        name = checkpoint_game(state)
+        raise UserInputError("give --game NAME: a policy table does not say which game it plays")
     judged = game_named(name).judged_game
     if judged is None:
         raise UserInputError(f"{name} has no exact judge; the judged games: {', '.join(judged_games())}")
     return judged
-
-
-def judged_games() -> list[str]:
-    return [game.name for game in every_game() if game.judged_game is not None]
 
 
 def report(path: Path, game: JudgedGame, top: int) -> None:

@@ -25,6 +25,13 @@ def judged_games() -> list[str]:
     return [game.name for game in every_game() if game.judge is not None]
 
 
+def played_game(path: Path) -> str | None:
+    """The game a checkpoint or a league mixture file says it plays; None for a policy table."""
+    verify_archive(path)
+    state = read_state(path)
+    return checkpoint_game(state) if is_mixture(state) or "policy_config" in state else None
+
+
 @entry_point("exact")
 def main(argv: list[str] | None = None) -> int:
     judged = judged_games()
@@ -34,10 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, metavar="OUT", help="write the figures to this JSON file")
     args = p.parse_args(argv)
     output_file(args.json, "--json")
-    verify_archive(args.policy)
-    state = read_state(args.policy)
-    is_checkpoint = is_mixture(state) or "policy_config" in state
-    name = args.game or (checkpoint_game(state) if is_checkpoint else judged[0])
+    name = args.game or played_game(args.policy) or judged[0]
     if game_named(name).judge is None:
         raise UserInputError(f"{args.policy} plays {name}; the exact judge takes {' or '.join(judged)} policies")
     game = game_named(name)
