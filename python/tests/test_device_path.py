@@ -130,10 +130,10 @@ def data_in(calls: Counter) -> Counter:
     return Counter({k: v for k, v in calls.items() if k.startswith("torch.") or k in LIFT_OPS})
 
 
-def counted_collect(monkeypatch, batch_size: int, plant=None) -> tuple[Counter, int]:
+def counted_collect(monkeypatch, batch_size: int, plant=None, overrides=()) -> tuple[Counter, int]:
     """(what counting_host_reads saw during one collect of `batch_size` decisions, env steps).
     `plant(decision)` runs after every learner decision, inside the hot loop."""
-    trainer = smoke_trainer(*batch_of(batch_size))
+    trainer = smoke_trainer(*batch_of(batch_size), *overrides)
     steps = []
     env_step = trainer.env.step
 
@@ -184,26 +184,31 @@ def test_counting_wrappers_catch_reads_in_the_hot_loop(monkeypatch):
     assert planted["aten.index"] - clean["aten.index"] == steps
 
 
-def test_collect_reads_nothing_back_per_env_step(monkeypatch):
+EXPLORING = ("--train.explore-share", "0.25")  # exploration.py: per-row sampling parameters, host draws
+
+
+@pytest.mark.parametrize("overrides", [(), EXPLORING], ids=["policy", "exploring"])
+def test_collect_reads_nothing_back_per_env_step(monkeypatch, overrides):
     """The rollout's host reads are the same for 16 and 64 env steps (a few, at the epoch's end):
     per step the only device->host traffic is StepTransfer.download."""
-    short, short_steps = counted_collect(monkeypatch, 256)
-    long, long_steps = counted_collect(monkeypatch, 1024)
+    short, short_steps = counted_collect(monkeypatch, 256, overrides=overrides)
+    long, long_steps = counted_collect(monkeypatch, 1024, overrides=overrides)
     assert (short_steps, long_steps) == (16, 64)
     assert reads(long) == reads(short), f"host reads grow with env steps: {reads(short)} -> {reads(long)}"
     assert sum(reads(short).values()) <= 4, f"more than the epoch-end statistics are read: {reads(short)}"
     assert not any(k.startswith("aten.") for k in reads(short)), "a data-dependent op in the rollout"
 
 
-def test_collect_makes_no_tensor_from_host_data_per_env_step(monkeypatch):
+@pytest.mark.parametrize("overrides", [(), EXPLORING], ids=["policy", "exploring"])
+def test_collect_makes_no_tensor_from_host_data_per_env_step(monkeypatch, overrides):
     """No tensor is built from Python/numpy data per step: StepTransfer's buffer is the one way up."""
-    short, _ = counted_collect(monkeypatch, 256)
-    long, _ = counted_collect(monkeypatch, 1024)
+    short, _ = counted_collect(monkeypatch, 256, overrides=overrides)
+    long, _ = counted_collect(monkeypatch, 1024, overrides=overrides)
     assert data_in(long) == data_in(short), f"host data enters per step: {data_in(short)} -> {data_in(long)}"
 
 
 # ---- 2. StepTransfer on the CPU ------------------------------------------------------------------
-def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_and_starts():
+def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_starts_and_explore_flags():
     n = 6
     transfer = StepTransfer(n, RowFormat(2 * n, OBS_BYTES, ACTION_WIDTH), torch.device("cpu"))
     g = np.random.default_rng(0)
@@ -212,10 +217,11 @@ def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_and_starts():
     rows = np.array([0, 1, 33, 38, 39, 7])
     slots = np.array([0, 2**31 - 1, 3, 2**24 + 1, 511, 2**23 + 1])  # int32: beyond float32's exact integers
     starts = np.array([True, False, False, True, True, False])
-    up_obs, up_rows, up_slots, up_starts = transfer.upload(obs, rows, slots, starts)
-    assert up_rows.dtype == up_slots.dtype == torch.int64 and up_starts.dtype == torch.bool
+    explore = np.array([True, True, False, False, True, False])  # every pairing with starts
+    up_obs, up_rows, up_slots, up_starts, up_explore = transfer.upload(obs, rows, slots, starts, explore)
+    assert up_rows.dtype == up_slots.dtype == torch.int64 and up_starts.dtype == up_explore.dtype == torch.bool
     assert up_rows.tolist() == rows.tolist() and up_slots.tolist() == slots.tolist()
-    assert up_starts.tolist() == starts.tolist()
+    assert up_starts.tolist() == starts.tolist() and up_explore.tolist() == explore.tolist()
     assert up_obs.dtype == torch.uint8 and torch.equal(up_obs, torch.from_numpy(np.repeat(base, n, 0)))
     # no copy on the CPU: the uploaded observations are the host buffer itself
     assert up_obs.data_ptr() == transfer.host.data_ptr() and up_obs.untyped_storage().data_ptr() == (
@@ -227,9 +233,9 @@ def test_step_transfer_upload_is_a_view_and_round_trips_rows_slots_and_starts():
     # real observations of distinct rows land in game order
     obs = g.integers(0, 256, size=(40, OBS_BYTES), dtype=np.uint8)
     rows = np.array([39, 3, 0, 17, 8, 22])
-    up_obs, up_rows, _, up_starts = transfer.upload(obs, rows, np.arange(n), np.zeros(n, dtype=bool))
+    up_obs, up_rows, _, up_starts, up_explore = transfer.upload(obs, rows, np.arange(n), np.zeros(n, dtype=bool))
     assert torch.equal(up_obs, torch.from_numpy(obs[rows])) and up_rows.tolist() == rows.tolist()
-    assert not up_starts.any()
+    assert not up_starts.any() and not up_explore.any(), "no explore flags: none explore"
     # what crosses per step: the compact rows and three int32 values per game
     assert transfer.bytes_up == n * OBS_BYTES + 3 * 4 * n + (-n * OBS_BYTES) % 4
 
@@ -271,7 +277,7 @@ def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
     flags = trainer.episode_start[rows_np].copy()
     flags[::3] = True  # some rows start a game, so both state paths are compared
     slots = np.full(len(rows_np), trainer.learner.buffer.capacity)
-    obs, rows, _, starts = trainer.transfers[0].upload(trainer.obs, rows_np, slots, flags)
+    obs, rows, _, starts, _ = trainer.transfers[0].upload(trainer.obs, rows_np, slots, flags)
     h0 = torch.where(starts[:, None], 0.0, learner.state.h[rows])
     c0 = torch.where(starts[:, None], 0.0, learner.state.c[rows])
     assert h0.abs().sum() > 0, "carried LSTM state is part of the comparison"

@@ -22,6 +22,7 @@ SEED_OFFSETS = {
     "exploiter": 3,  # the main exploiter's initial weights and streams, from [base] seed
     "exploit_seats": 4,  # an exploit run's draws of the target's seat per game, from [base] seed
     "exploit_target": 5,  # an exploit run's target in its training games (sampling, salts, bot), from [base] seed
+    "exploration": 6,  # which of the learner's training decisions explore (exploration.py), from the rank's seed and the epoch
     "evaluation": 1000,  # the trainer's periodic evaluation deals (+ the epoch), away from the env's seeds
 }
 

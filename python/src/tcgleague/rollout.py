@@ -15,7 +15,8 @@ toward gamma * V(s) (one step in eight with 2,048 rows and a batch of 16,384), s
 hands the buffer the exact next value where it exists (`bootstrap`): the row's decision that was
 not stored, or the value of the observation it is deciding on now. A row still waiting for the
 opponent's turn has no next state yet; its pending step is left out of the loss (`Batch.mask`)
-and its predecessors' GAE stops at it.
+and its predecessors' GAE stops at it. Steps whose return an exploring decision made off-policy
+(`off_policy`, exploration.py) are left out and stop the GAE the same way.
 
 The buffer lives in two halves so that an env step moves nothing but observations and actions
 between host and device. What the env reports (rows, rewards, done flags, which step follows
@@ -32,7 +33,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from .rows import RowFormat
+from .rows import RowFormat, game_of, seat_of, seat_row
 
 
 @dataclass
@@ -48,7 +49,7 @@ class Batch:
     boundary: torch.Tensor  # 1.0 where the recurrence restarts from the stored state
     state_h: torch.Tensor
     state_c: torch.Tensor
-    mask: torch.Tensor  # 1.0 = trained; 0.0 = a pending step with no next state (out of the loss)
+    mask: torch.Tensor  # 1.0 = trained; 0.0 = out of the loss (a pending step with no next state, or off-policy)
     rows: torch.Tensor  # env row of each step (for tests and diagnostics)
 
     def head(self, segments: int) -> Batch:
@@ -119,6 +120,7 @@ class RolloutBuffer:
         self.episode_start = np.zeros(capacity, dtype=bool)
         self.next_index = np.full(capacity, -1, dtype=np.int64)  # the row's next stored step
         self.bootstrapped = np.zeros(capacity, dtype=bool)  # next_value holds the pending step's next value
+        self.off_policy = np.zeros(capacity, dtype=bool)  # an exploring decision, or a return it changed
         self.last_index = np.full(rows.num_rows, -1, dtype=np.int64)
         self.num_rows = rows.num_rows  # a partial buffer's unfilled slots get row ids from here on (they sort last)
         self.size = 0
@@ -139,6 +141,7 @@ class RolloutBuffer:
         self.terminal[:] = False
         self.truncated[:] = False
         self.bootstrapped[:] = False
+        self.off_policy[:] = False
 
     def pending(self, rows: np.ndarray) -> np.ndarray:
         """Each row's pending step (its latest stored one, still in a game, not yet followed by
@@ -171,6 +174,15 @@ class RolloutBuffer:
         np.add.at(self.reward, last, rewards)
         self.terminal[last] |= terminals[keep]
         self.truncated[last] |= truncations[keep]
+
+    def explored(self, rows: np.ndarray, slots: np.ndarray) -> None:
+        """`rows` decide off-policy now (their `slots`, `capacity` where not stored): those
+        decisions and the other seat's latest step of each game, whose return now follows an
+        action its opponent's policy would not have taken, are left out of the loss and stop
+        their rows' GAE (their values, taken on-policy, still bootstrap their predecessors)."""
+        self.off_policy[slots[slots < self.capacity]] = True
+        other = self.last_index[seat_row(game_of(rows), 1 - seat_of(rows))]
+        self.off_policy[other[self.in_game(other)]] = True
 
     def reserve_fitting(self, rows: np.ndarray, episode_start: np.ndarray) -> np.ndarray:
         """`reserve` for as many of `rows` as still fit (the first ones); the others get slot
@@ -233,7 +245,8 @@ class RolloutBuffer:
         """GAE along each row's decisions (in packed order), and the loss mask. Terminals stop
         the bootstrap; truncations (turn cap) bootstrap from the step's own value, the closest
         estimate of the state the game was cut at; a pending step bootstraps from its exact next
-        value, or without one is masked (its delta is 0, so its predecessor's GAE stops there)."""
+        value, or without one is masked (its delta is 0, so its predecessor's GAE stops there), as
+        an off-policy step is."""
         dev = self.device
 
         def on_device(a: np.ndarray) -> torch.Tensor:
@@ -242,14 +255,14 @@ class RolloutBuffer:
         value = self.value[: self.capacity]
         has_next = self.has_next
         done = self.terminal | self.truncated
-        unknown = ~has_next & ~done & ~self.bootstrapped  # pending, the next state not seen yet
+        unknown = (~has_next & ~done & ~self.bootstrapped) | self.off_policy  # no on-policy return
         next_v = torch.where(on_device(has_next), value[on_device(np.maximum(self.next_index, 0))], value)
         next_v = torch.where(on_device(self.bootstrapped), self.next_value[: self.capacity], next_v)
         next_v = torch.where(on_device(self.terminal), torch.zeros_like(next_v), next_v)
         index = on_device(order)
         reward = on_device(self.reward)
         delta = torch.where(on_device(unknown), 0.0, reward + gamma * next_v - value)[index]
-        cont = on_device((has_next & ~done)[order].astype(np.float32)) * gamma * lam
+        cont = on_device((has_next & ~done & ~self.off_policy)[order].astype(np.float32)) * gamma * lam
         adv = discounted_sums(delta, cont, row_runs(self.rows[order]))
         return adv, adv + value[index], on_device((~unknown)[order].astype(np.float32))
 

@@ -27,6 +27,7 @@ from .checkpoint.files import checkpoint_due
 from .config import Config
 from .devices import compile_mode_for, env_parts, loss_compile_mode
 from .dist import SINGLE, Dist, reduce_epoch, weights_digest
+from .exploration import Exploration
 from .learner import LearnerSizes, build_learner
 from .logger import Dashboard, RunLogger
 from .magnet import build_magnet
@@ -41,8 +42,7 @@ from .vecenv import GameParts, VecEnv
 
 class Trainer:
     """Trains `policy` on `env` against `opponents`; every epoch is `collect()` then `update()`.
-    `evaluate(policy, sampler, seed)` is the game's periodic evaluation (game.py); `average` the
-    run's average policy (average.py; off when not given)."""
+    `evaluate(policy, sampler, seed)`: the game's evaluation; `average`: the run's average policy."""
 
     def __init__(
         self,
@@ -77,6 +77,7 @@ class Trainer:
             self.learner.optimizer,
             lr_lambda(t.lr_schedule, self.total_epochs, math.ceil(t.magnet_interval / t.batch_size)),
         )
+        self.exploration = Exploration(t.explore_share, self.seed)
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
         self.annealed = anneal_values(self.anneals, 0, self.total_steps)  # apply_anneals() sets it every epoch
@@ -117,21 +118,21 @@ class Trainer:
         """Steps the env until the buffer holds exactly batch_size learner decisions. Opponent
         rows are acted for but never stored (nor are learner rows the opponent side does not let
         it train on); on the last step, learner decisions that no longer fit are dropped (their
-        later rewards too) rather than stored partially.
+        later rewards too) rather than stored partially. A share of the learner's decisions
+        explore (exploration.py: drawn uniformly, left out of the loss).
 
         The learner decides for the deciding row of every game each step (a fixed shape, so a
         compiled step replays one graph); the rows it does not play are simply not stored. Per
         step one copy goes up and one comes back (transfer.py); statistics stay on the device
-        until the epoch ends.
-
-        With `[env] overlap` the games are two parts that take turns (vecenv.GameParts): the
-        engine steps one part on its thread while the learner decides for the other, each part
-        its own transfer and fixed shape."""
+        until the epoch ends. With `[env] overlap` the games are two parts that take turns
+        (vecenv.GameParts): the engine steps one part on its thread while the learner decides
+        for the other, each part its own transfer and fixed shape."""
         if self.obs is None:
             self.obs = self.env.reset(self.seed)
             self.opponents.start(self.global_step)
         buffer, actor, parts = self.learner.buffer, self.learner.actor, self.parts
         buffer.start_epoch()
+        self.exploration.start_epoch(self.epoch)
         infos, decisions, steps, env_s, opponents_s = [], 0, 0, 0.0, 0.0
         entropy_sum = torch.zeros((), device=self.device)
         noops = torch.zeros((), dtype=torch.long, device=self.device)
@@ -149,11 +150,17 @@ class Trainer:
             slots = np.full(len(rows), buffer.capacity)
             slots[at] = mine_slots
             transfer = self.transfers[part]
-            obs, rows_dev, slots_dev, starts = transfer.upload(self.obs, rows, slots, self.episode_start[rows])
-            d = actor.decide(obs, rows_dev, params, episode_start=starts, companion=companion)
+            explore = self.exploration.draw(len(rows), at)
+            obs, rows_dev, slots_dev, starts, off = transfer.upload(
+                self.obs, rows, slots, self.episode_start[rows], explore
+            )
+            d = actor.decide(
+                obs, rows_dev, self.exploration.row_params(params, off), episode_start=starts, companion=companion
+            )
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
             buffer.drop_unstored(mine, mine_slots, d.value, at)
-            stored = slots_dev < buffer.capacity
+            buffer.explored(rows[explore], slots[explore])
+            stored = (slots_dev < buffer.capacity) & ~off
             entropy_sum += torch.where(stored, d.entropy, 0.0).sum()
             noops += ((d.actions[:, 0] == self.env.noop_action_type) & stored).sum()
             decisions += int((mine_slots < buffer.capacity).sum())
@@ -271,10 +278,9 @@ class Trainer:
         epoch_end_fn: Callable[[Trainer, bool], object] | None = None,
         stop_requested: Callable[[], bool] = bool,
     ) -> dict:
-        """Trains to total_epochs (or, with `max_seconds`, stops after the epoch that crosses that
-        wall time; or after the epoch in which `stop_requested()` turned true on any rank - a
-        preemption, preemption.py - without evaluating it). Checkpoints every checkpoint_interval
-        and always at the end; calls `epoch_end_fn(trainer, last)` after each epoch's checkpoint."""
+        """Trains to total_epochs, or stops after the epoch that crosses `max_seconds` or in which
+        `stop_requested()` turned true on any rank (a preemption: that epoch is not evaluated).
+        Checkpoints every checkpoint_interval and at the end; then calls `epoch_end_fn(trainer, last)`."""
         t = self.cfg.train
         wall_start = time.perf_counter()
         saved_epoch = None
@@ -309,15 +315,13 @@ class Trainer:
 
     # ---- run state (its format and checks: run_state.py) ----------------------------------------
     def state_dict(self) -> dict | None:
-        """Everything a checkpoint holds about this run; under torchrun every rank calls it at
-        once and rank 0 gets the whole job's state, the others None."""
+        """Everything a checkpoint holds of this run; under torchrun every rank calls it, rank 0 gets the job's."""
         module = unwrap(self.policy)
         gathered = self.dist.gather((self.rank_state(), weights_digest(module.state_dict())))
         return None if gathered is None else job_state(gathered, self.shared_state())
 
     def rank_state(self) -> dict:
-        """What this rank alone holds: its games, its LSTM state, its sampling stream and its
-        opponent side's running state."""
+        """What this rank alone holds: its games, LSTM state, sampling stream, opponent side's running state."""
         actor = self.learner.actor
         return {
             "run_state": {
@@ -355,10 +359,9 @@ class Trainer:
         }
 
     def load_state_dict(self, state: dict, log=print, origin: Origin | None = None, strict: bool = False) -> bool:
-        """Restores `state_dict()` in full: weights, optimizer, LR scheduler, counters, RNG
-        streams, and - when they fit this env and this job's world size - the running games with
-        their LSTM state (`strict`: a rejected engine state is refused, not replaced by
-        fresh deals; `origin`: the checkpoint it came from). Returns whether the continuation is exact."""
+        """Restores `state_dict()` in full: weights, optimizer, LR scheduler, counters, RNG streams,
+        and - when they fit this env and world size - the running games with their LSTM state (`strict`:
+        a rejected engine state is refused, not fresh deals; `origin`: its checkpoint). True: exact."""
         unwrap(self.policy).load_state_dict(state["policy"], strict=True)
         self.learner.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -379,8 +382,7 @@ class Trainer:
         return exact
 
     def load_weights(self, state: dict, anneal_offset: int, log=print, origin: Origin | None = None) -> None:
-        """A weights-only resume: the checkpoint's weights and league pool; step and epoch from 0,
-        the anneals offset by `anneal_offset`; fresh games."""
+        """A weights-only resume: weights and league pool; step and epoch 0, anneals offset; fresh games."""
         unwrap(self.policy).load_state_dict(state["policy"], strict=True)
         self.restart_at(0, 0, anneal_offset, origin)
         self.learner.magnet.reset(self.policy)

@@ -4,8 +4,8 @@ learner needs about the deciding row of every game) and one device->host copy (i
 Up-going data sits in ONE flat pinned byte buffer: the deciding rows' observations as the
 engine wrote them (compact, uint8 [num_games, OBS_BYTES]: the policy casts them on the device,
 layout.features), then three rows of num_games int32 values each: the env row, the
-rollout-buffer slot the decision goes to (`capacity` = not stored) and whether the row starts
-an episode. The copy is `non_blocking` from pinned memory; the actions come back into a pinned
+rollout-buffer slot the decision goes to (`capacity` = not stored) and its flags (bit 0: the row
+starts an episode; bit 1: the decision explores, exploration.py). The copy is `non_blocking` from pinned memory; the actions come back into a pinned
 buffer after one event wait, the step's only synchronisation. The device views are made once,
 so a compiled step sees the same (static) observation tensor every step. On the CPU host and
 device are the same memory and nothing is copied at all.
@@ -23,11 +23,12 @@ import torch
 from .devices import mark_static
 from .rows import RowFormat
 
-ROW, SLOT, START = 0, 1, 2  # the rows of the per-game values after the observations
+ROW, SLOT, FLAGS = 0, 1, 2  # the rows of the per-game values after the observations
+START, EXPLORE = 1, 2  # the bits of FLAGS
 
 
 class StepTransfer:
-    """upload(obs, rows, slots, starts) -> (obs, rows, slots, starts) on the device;
+    """upload(obs, rows, slots, starts, explore) -> (obs, rows, slots, starts, explore) on the device;
     download(actions) -> int32 numpy [num_games, action_width]."""
 
     def __init__(self, num_games: int, rows: RowFormat, device: torch.device):
@@ -50,18 +51,23 @@ class StepTransfer:
         self.bytes_up, self.bytes_down = self.host.nbytes, self.actions.nbytes
 
     def upload(
-        self, obs: np.ndarray, rows: np.ndarray, slots: np.ndarray, starts: np.ndarray
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        self,
+        obs: np.ndarray,
+        rows: np.ndarray,
+        slots: np.ndarray,
+        starts: np.ndarray,
+        explore: np.ndarray | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """obs [num_rows, obs_bytes] (all rows), the deciding `rows` (one per game, in game
-        order), their buffer `slots` and episode-start flags -> the same on the device."""
+        order), their buffer `slots`, episode-start and explore flags -> the same on the device."""
         np.take(obs, rows, axis=0, out=self.host_obs, mode="clip")  # "clip": unbuffered, rows are valid
         self.host_values[ROW] = rows
         self.host_values[SLOT] = slots
-        self.host_values[START] = starts
+        self.host_values[FLAGS] = starts * START + (0 if explore is None else explore * EXPLORE)
         if self.up is not self.host:
             self.up.copy_(self.host, non_blocking=True)
         v = self.values
-        return self.obs, v[ROW].long(), v[SLOT].long(), v[START] > 0
+        return self.obs, v[ROW].long(), v[SLOT].long(), (v[FLAGS] & START) > 0, (v[FLAGS] & EXPLORE) > 0
 
     def download(self, actions: torch.Tensor) -> np.ndarray:
         """The actions as int32 numpy [num_games, action_width] (a buffer reused every step)."""

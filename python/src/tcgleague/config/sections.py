@@ -151,6 +151,9 @@ class TrainSection:
     # itself, an action's probability no longer scaling its gradient: neural replicator dynamics)
     update_rule: str = "ppo"
     neurd_min_prob: float = 0.05  # neurd: the probability below which a sample's weight stops growing
+    # Exploration (exploration.py): this share of the learner's training decisions drawn uniformly
+    # among the legal actions, left out of the loss with the returns they changed.
+    explore_share: float = 0.0
     # The average policy (average.py): an equal mixture of the newest snapshots, average_policy.pt.
     average_snapshots: int = 0  # snapshots the average keeps (0 = no average policy)
     average_interval: int = 250_000  # learner steps between snapshots
