@@ -67,6 +67,28 @@ def test_the_meta_solver_recovers_known_equilibria():
         solve_symmetric(np.array([[0.0, np.nan], [0.0, 0.0]]))
 
 
+def test_the_logit_meta_solver_shares_the_weight_among_members_within_its_temperature():
+    """x = softmax(A x / T) on any antisymmetric game; the exact equilibria in the limits (uniform
+    as T grows, the pure one as it falls); and on a noisy matrix of three equal members and a weak
+    one, the noise's winner no longer takes the weight."""
+    g = np.random.default_rng(0)
+    a = g.normal(size=(6, 6))
+    a = 0.5 * (a - a.T)
+    for temperature in (0.1, 0.5, 2.0):
+        x = solve_symmetric(a, temperature=temperature)
+        response = np.exp(a @ x / temperature)
+        np.testing.assert_allclose(x, response / response.sum(), atol=1e-9)
+    np.testing.assert_allclose(solve_symmetric(PURE, temperature=100.0), [1 / 3] * 3, atol=0.01)
+    assert solve_symmetric(PURE, temperature=0.02)[0] > 0.99
+    np.testing.assert_allclose(solve_symmetric(ROCK_PAPER_SCISSORS, temperature=0.1), [1 / 3] * 3, atol=1e-9)
+    noisy = np.zeros((4, 4))
+    noisy[:3, :3] = [[0, 0.05, 0.03], [-0.05, 0, 0.04], [-0.03, -0.04, 0]]  # member 0 ahead by noise
+    noisy[:3, 3], noisy[3, :3] = 1.0, -1.0  # the weak member loses a chip a game to each
+    exact, logit = solve_symmetric(noisy), solve_symmetric(noisy, temperature=0.2)
+    assert exact[0] > 0.999, "the exact meta-Nash: the noise's winner alone"
+    assert logit[:3].min() > 0.25 and logit[3] < 0.01
+
+
 def test_entries_on_too_few_games_are_left_out():
     scores = {("a", "b"): 0.4, ("b", "a"): -0.4, ("a", "c"): -0.3, ("c", "a"): 0.3}
     games = {("a", "b"): 100, ("b", "a"): 100, ("a", "c"): 10, ("c", "a"): 10}

@@ -184,6 +184,7 @@ class LeagueSection:
     opponent_sampling: str = "pfsp"  # pfsp | nash: frozen members drawn by PFSP or by the meta-Nash
     deliverable: str = "learner"  # learner | nash_mixture: also league_policy.pt, the meta-Nash mixture
     nash_min_games: int = 64  # meta-game entries measured on fewer games are left out (taken as even)
+    nash_temperature: float = 0.0  # > 0: the meta-game's logit equilibrium at this many points (its noise)
     checkpoint_add_interval: int = 20  # epochs between ingesting the learner as a candidate
     pool_size: int = 8  # frozen members kept (champion included)
     keep_recent: int = 3  # newest members always kept

@@ -160,7 +160,7 @@ class LeagueManager:
         ids = tuple(self.pool_ids())
         if self._nash is None or self._nash[0] != ids:
             matrix = payoff_matrix(list(ids), self.payoff.points_per_game, self.payoff.games, self.cfg.nash_min_games)
-            self._nash = (ids, solve_symmetric(matrix))
+            self._nash = (ids, solve_symmetric(matrix, temperature=self.cfg.nash_temperature))
         return dict(zip(ids, self._nash[1].tolist()))
 
     def learner_winrates(self, ids) -> list[float]:
