@@ -82,7 +82,7 @@ def test_a_run_writes_judges_and_resumes_its_average(tmp_path):
 
 
 def test_an_average_of_the_last_learner_alone_judges_like_the_learner(tmp_path):
-    average = ["--train.average-snapshots", "1", "--train.average-interval", "2048"]  # every epoch
+    average = ["--train.average-snapshots", "1", "--train.average-interval", "2048", "--train.average-start", "0"]
     assert train_cli.main([*KUHN_RUN, *average, "--base.experiments-dir", str(tmp_path)]) == 0
     logged = [json.loads(line) for line in (run_dir_of(tmp_path) / "metrics.jsonl").read_text().splitlines()]
     for m in (m for m in logged if "eval/exploitability" in m):

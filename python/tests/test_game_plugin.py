@@ -302,7 +302,7 @@ def test_bench_learn_judges_a_poker_league_and_its_self_play_exactly(tmp_path):
         "512",
     ]
     cmd += ["--league.checkpoint-add-interval", "1", "--base.experiments-dir", str(tmp_path / "runs")]
-    cmd += ["--train.average-snapshots", "2", "--train.average-interval", "2048"]  # both keep an average
+    cmd += ["--train.average-snapshots", "2", "--train.average-interval", "2048", "--train.average-start", "0"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(out.read_text())

@@ -13,7 +13,7 @@ regret matching: 1e-4 on rock-paper-scissors with a dominated fourth strategy in
 Uncertainty: an entry measured on fewer than `min_games` games is left out, i.e. taken as even (0),
 so a pair that barely met cannot carry the mixture; what remains is the noise of a mean over at
 least `min_games` duplicate games (Emberfront, 256 games: +-0.06 at one standard error; Leduc
-+-0.2 chips). Against that noise, `temperature` (`[league] nash_temperature`, in the payoff's
++-0.15 chips). Against that noise, `temperature` (`[league] nash_temperature`, in the payoff's
 points) solves for the meta-game's logit equilibrium instead, the mixture x = softmax(A x / T):
 members whose payoffs differ by less than T share the weight rather than the noise's winner
 taking it, and members that lose by several T weigh nothing."""
