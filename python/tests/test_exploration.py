@@ -5,12 +5,14 @@ their rows' GAE, so every trained return is on-policy; off (share 0) the rollout
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from tcgleague.bench.__main__ import main as bench_main
 from tcgleague.build import build_trainer
 from tcgleague.config import ConfigError, load_config
 from tcgleague.exploration import SMOOTHING, Exploration
@@ -127,3 +129,16 @@ def test_a_leduc_rollout_explores_its_share_uniformly_and_trains_on_policy_only(
 def test_a_bad_explore_share_is_refused_by_name(value):
     with pytest.raises(ConfigError, match=r"\[train\] explore_share.*must be in \[0, 1\)"):
         load_config(Path("configs/leduc.ini"), ["--train.explore-share", value])
+
+
+def test_bench_train_prices_exploration_against_the_same_config_without_it(tmp_path, capsys):
+    out = tmp_path / "cost.json"
+    small = ["--env.num-games", "128", "--train.batch-size", "2048", "--train.minibatch-size", "512"]
+    argv = ["train", "--config", "configs/leduc.ini", "--epochs", "1", "--explore", "0.2", "--json", str(out), *small]
+    assert bench_main(argv) == 0
+    figures = json.loads(out.read_text())
+    assert figures["variant"] == "explore_share 0.2" and figures["sps_plain"] > 0 and figures["sps_variant"] > 0
+    assert figures["ratio"] == pytest.approx(figures["sps_variant"] / figures["sps_plain"])
+    assert "the cost of explore_share 0.2" in capsys.readouterr().out
+    assert bench_main(["train", "--config", "configs/leduc.ini", "--epochs", "1", "--explore", "1.5"]) == 2
+    assert "explore_share" in capsys.readouterr().err

@@ -27,6 +27,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="instead: the config with and without this magnet ([train] magnet_coef 0.1), epochs alternated "
         "in one process, and the SPS ratio (the magnet's cost: one more policy pass per minibatch)",
     )
+    p.add_argument(
+        "--explore",
+        type=float,
+        metavar="SHARE",
+        help="instead: the config with and without this [train] explore_share, epochs alternated in one "
+        "process, and the SPS ratio (exploration's cost: per-row sampling parameters, fewer decisions trained)",
+    )
 
 
 @torch.no_grad()
@@ -44,34 +51,36 @@ def rollout_compute_seconds(trainer, steps: int) -> float:
     return timed(trainer.device, decide_every_game, steps)
 
 
-def magnet_cost(args: argparse.Namespace) -> dict:
-    """SPS with the magnet over SPS without, the two trainers' epochs alternated (a noisy shared
+def variant(args: argparse.Namespace) -> tuple[str, list[str]] | None:
+    """The compared variant of the config, (its name, its overrides), or None (plain throughput)."""
+    if args.magnet:
+        coef = ["--train.magnet-coef-initial", "0.1", "--train.magnet-coef-final", "0.1"]
+        return f"magnet {args.magnet}", ["--train.magnet", args.magnet, *coef]
+    if args.explore is not None:
+        return f"explore_share {args.explore:g}", ["--train.explore-share", str(args.explore)]
+    return None
+
+
+def variant_cost(args: argparse.Namespace, name: str, overrides: list[str]) -> dict:
+    """SPS with the variant over SPS without, the two trainers' epochs alternated (a noisy shared
     machine slows both alike); the median epoch of each."""
-    regularized = [
-        "--train.magnet",
-        args.magnet,
-        "--train.magnet-coef-initial",
-        "0.1",
-        "--train.magnet-coef-final",
-        "0.1",
-    ]
     trainers = {"plain": build_trainer(args.config, args.overrides)}
-    trainers["magnet"] = build_trainer(args.config, [*args.overrides, *regularized])
-    seconds: dict[str, list[float]] = {name: [] for name in trainers}
+    trainers["variant"] = build_trainer(args.config, [*args.overrides, *overrides])
+    seconds: dict[str, list[float]] = {key: [] for key in trainers}
     for k in range(args.epochs + 1):  # the first round warms up
-        for name, trainer in trainers.items():
+        for key, trainer in trainers.items():
             elapsed = trainer.train_epoch()["perf/epoch_seconds"]
             if k:
-                seconds[name].append(elapsed)
+                seconds[key].append(elapsed)
     batch = trainers["plain"].cfg.train.batch_size
-    sps = {name: batch / statistics.median(times) for name, times in seconds.items()}
-    figures = {"magnet": args.magnet, "sps_plain": sps["plain"], "sps_magnet": sps["magnet"]}
-    figures.update(ratio=sps["magnet"] / sps["plain"], epochs=args.epochs, config=args.config)
+    sps = {key: batch / statistics.median(times) for key, times in seconds.items()}
+    figures = {"variant": name, "sps_plain": sps["plain"], "sps_variant": sps["variant"]}
+    figures.update(ratio=sps["variant"] / sps["plain"], epochs=args.epochs, config=args.config)
     print_table(
-        f"the magnet's cost ({args.config}, magnet {args.magnet}, epochs alternated)",
+        f"the cost of {name} ({args.config}, epochs alternated)",
         [
-            ("learner decisions/s without the magnet", f"{sps['plain']:,.0f}", ""),
-            ("learner decisions/s with it", f"{sps['magnet']:,.0f}", ""),
+            (f"learner decisions/s without {name}", f"{sps['plain']:,.0f}", ""),
+            ("learner decisions/s with it", f"{sps['variant']:,.0f}", ""),
             ("ratio", f"{figures['ratio']:.3f}", ">= 0.9"),
         ],
     )
@@ -79,8 +88,9 @@ def magnet_cost(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> dict:
-    if args.magnet:
-        return magnet_cost(args)
+    compared = variant(args)
+    if compared is not None:
+        return variant_cost(args, *compared)
     trainer = build_trainer(args.config, args.overrides)
     t, device = trainer.cfg.train, trainer.device
     trainer.train_epoch()  # warm-up (allocations, thread pools, compilation)
