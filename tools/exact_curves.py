@@ -4,9 +4,9 @@ figure of a game's runs beside uniform play and a solver (docs/liars_dice_exploi
     python tools/exact_curves.py RUN_DIR_1="seed 1" RUN_DIR_2="seed 2" --out docs/liars_dice_exploitability.png \
         --title "Liar's Dice" --reference "uniform play=0.781" --reference "CFR+, 100 iterations=0.0049"
 
-Each run (`RUN_DIR=LABEL`, or the directory's name) draws its deliverable, the average policy
-(`eval/average_exploitability`, solid), and its learner (`eval/exploitability`, dashed) in one
-colour; the y axis is logarithmic, so a tenth of uniform play is as far below it as uniform play
+Each run (`RUN_DIR=LABEL`, or the directory's name) draws its deliverable (solid: a league's Nash
+mixture where it logs one, `eval/mixture_exploitability`, else the average policy,
+`eval/average_exploitability`), and its learner (`eval/exploitability`, dashed) in one colour; the y axis is logarithmic, so a tenth of uniform play is as far below it as uniform play
 is above 7.8.
 """
 
@@ -17,6 +17,8 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from tcgleague.average import AVERAGE_FILE
+from tcgleague.bench.learn_exact import DELIVERED_CURVES, DELIVERED_NAMES
 from tcgleague.report.data import load_run
 from tcgleague.report.figures import new_figure, steps_axis
 
@@ -34,14 +36,20 @@ def labelled(text: str) -> tuple[Path, str]:
     return Path(path), label or Path(path).name
 
 
+def delivered(run) -> str:
+    """The file a run delivers, as DELIVERED_CURVES names it: its Nash mixture where it logs one."""
+    return next((name for name, key in DELIVERED_CURVES.items() if run.series(key)[0]), AVERAGE_FILE)
+
+
 def draw(runs: list[tuple[Path, str]], references: list[tuple[str, float]], title: str) -> Figure:
-    """The figure: each run's average policy and learner over steps, and each reference level."""
+    """The figure: each run's deliverable and learner over steps, and each reference level."""
     fig, axes = new_figure()
     ax = axes[0, 0]
     for run_dir, label in runs:
         run = load_run(run_dir)
-        steps, values = run.series("eval/average_exploitability")
-        (line,) = ax.plot(steps, values, marker="o", ms=3, label=f"{label}: average policy")
+        name = delivered(run)
+        steps, values = run.series(DELIVERED_CURVES[name])
+        (line,) = ax.plot(steps, values, marker="o", ms=3, label=f"{label}: {DELIVERED_NAMES[name]}")
         steps, values = run.series("eval/exploitability")
         ax.plot(steps, values, ls="--", lw=0.9, color=line.get_color(), label=f"{label}: learner")
     for k, (label, value) in enumerate(references):

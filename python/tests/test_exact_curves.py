@@ -1,5 +1,5 @@
-"""tools/exact_curves.py: judged runs' exact curves (the average policy's and the learner's) drawn
-beside reference levels, the README's figure of a game's runs."""
+"""tools/exact_curves.py: judged runs' exact curves (the deliverable's - a league's Nash mixture,
+else the average policy - and the learner's) drawn beside reference levels, the README's figure."""
 
 from __future__ import annotations
 
@@ -15,13 +15,15 @@ sys.path.insert(0, str(ROOT / "tools"))
 from exact_curves import draw, main  # noqa: E402
 
 
-def judged_run(path: Path, learner: list[float], average: list[float]) -> Path:
+def judged_run(path: Path, learner: list[float], average: list[float], mixture: list[float] = ()) -> Path:
     path.mkdir()
     rows = [{"global_step": 1000 * (k + 1)} for k in range(4)]
     for row, value in zip(rows[1:], learner):
         row["eval/exploitability"] = value
     for row, value in zip(rows[2:], average):
         row["eval/average_exploitability"] = value
+    for row, value in zip(rows[1:], mixture):
+        row["eval/mixture_exploitability"] = value
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -36,6 +38,13 @@ def test_each_run_draws_its_average_and_learner_beside_the_references(tmp_path):
     assert drawn["seed 2: learner"] == ([2000.0, 3000.0, 4000.0], [0.6, 0.4, 0.1])
     assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_label().startswith("_")] == [0.781]
     assert ax.get_yscale() == "log"
+
+
+def test_a_league_run_draws_its_nash_mixture_as_its_deliverable(tmp_path):
+    league = judged_run(tmp_path / "league", [0.5, 0.3, 0.2], [0.25, 0.1], mixture=[0.4, 0.2, 0.12])
+    (ax,) = draw([(league, "league")], [], "Leduc").axes
+    drawn = {line.get_label(): list(line.get_ydata()) for line in ax.get_lines()}
+    assert drawn == {"league: Nash mixture": [0.4, 0.2, 0.12], "league: learner": [0.5, 0.3, 0.2]}
 
 
 def test_the_command_writes_the_png_and_refuses_a_bad_reference(tmp_path, capsys):
