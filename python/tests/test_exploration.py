@@ -12,11 +12,14 @@ import numpy as np
 import pytest
 import torch
 
+from helpers.state_compare import assert_same
+from tcgleague import train as train_cli
 from tcgleague.bench.__main__ import main as bench_main
 from tcgleague.build import build_trainer
 from tcgleague.config import ConfigError, load_config
 from tcgleague.exploration import SMOOTHING, Exploration
 from tcgleague.games.poker.rules import CALL
+from test_game_plugin import KUHN_RUN
 from test_rollout import add, credit, make_buffer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -142,3 +145,25 @@ def test_bench_train_prices_exploration_against_the_same_config_without_it(tmp_p
     assert "the cost of explore_share 0.2" in capsys.readouterr().out
     assert bench_main(["train", "--config", "configs/leduc.ini", "--epochs", "1", "--explore", "1.5"]) == 2
     assert "explore_share" in capsys.readouterr().err
+
+
+def test_an_exploring_run_resumes_bit_identically_and_explores(tmp_path):
+    """The draws are a stream of the seed and the epoch: a resumed epoch draws what the straight run drew."""
+    runs = {}
+    for share in ("0.3", "0.0"):
+        base = tmp_path / share
+        run = [*KUHN_RUN, "--train.explore-share", share, "--base.experiments-dir", str(base)]
+        assert train_cli.main(run) == 0
+        (runs[share],) = [p for p in base.iterdir() if p.is_dir()]
+    base = tmp_path / "0.3"
+    resume = ["--resume-checkpoint", str(runs["0.3"] / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
+    assert (
+        train_cli.main([*KUHN_RUN, "--train.explore-share", "0.3", "--base.experiments-dir", str(base), *resume]) == 0
+    )
+    (resumed,) = [p for p in base.iterdir() if p.is_dir() and p != runs["0.3"]]
+    a, b, plain = (
+        torch.load(r / "model_kuhn_000008.pt", weights_only=True) for r in (runs["0.3"], resumed, runs["0.0"])
+    )
+    for key in ("policy", "optimizer", "rng", "run_state"):
+        assert_same(a[key], b[key], key)
+    assert not torch.equal(a["policy"]["actor.bias"], plain["policy"]["actor.bias"]), "exploring changed the training"
