@@ -32,7 +32,7 @@ from tcgleague.games.poker.rows import PokerPufferEnv
 from tcgleague.league.manager import LeagueManager
 from tcgleague.league.matchmaking import LEARNER
 from tcgleague.league.meta_nash import exploitability, payoff_matrix, solve_symmetric
-from tcgleague.league.mixture import MIXTURE_FILE, load_mixture, write_mixture
+from tcgleague.league.mixture import MIXTURE_FILE, delivered_ids, load_mixture, mixture_weights, write_mixture
 from tcgleague.league.promotion import retain_by_weight
 from tcgleague.league.ratings import Payoff
 from tcgleague.policy.flat import FlatPolicyConfig, build_flat_policy
@@ -119,6 +119,29 @@ def test_the_manager_fills_the_payoff_and_draws_and_retains_by_the_meta_nash():
     assert retain_by_weight(["a", "b", "c", "d"], {"a": 0.6, "b": 0.0, "c": 0.4}, None, 3, 1) == ["a", "c", "d"]
 
 
+def test_the_delivered_mixture_leaves_out_the_candidates_before_deliverable_start():
+    """The deliverable's burn-in: members ingested before `deliverable_start` steps are not mixed
+    (the meta-Nash solved over the later ones alone); while none is later, the whole pool is."""
+    policy = build_flat_policy(FlatPolicyConfig(11, 3, hidden_size=4), 0)
+    steps = {"m0": 0, "m1": 500, "m2": 1000, "m3": 1500}
+    # m0 beats everyone: the whole pool's meta-Nash is m0 alone
+    results = {(m, "m0"): (4, 60, 0) for m in ("m1", "m2", "m3")}  # (candidate, member): its wins, losses, draws
+    results.update({("m2", "m1"): (32, 32, 0), ("m3", "m1"): (32, 32, 0), ("m3", "m2"): (32, 32, 0)})  # even
+    for start, want in ((1000, ["m2", "m3"]), (0, ["m0", "m1", "m2", "m3"]), (10**9, ["m0", "m1", "m2", "m3"])):
+        cfg = league_cfg(opponent_sampling="nash", deliverable="nash_mixture", deliverable_start=start, pool_size=8)
+        mgr = LeagueManager(cfg, play=Scripted(results), log=quiet, runner=game_named("kuhn").runner, game="kuhn")
+        for m, step in steps.items():
+            mgr.ingest(m, policy.state_dict(), policy.config.to_dict(), step=step)
+            mgr.evaluate(m)
+        assert delivered_ids(mgr) == want
+        ids, weights = mixture_weights(mgr)
+        assert set(ids) <= set(want) and sum(weights) == pytest.approx(1.0)
+        if "m0" in want:
+            assert ids == ["m0"] and mgr.meta_nash()["m0"] > 0.99
+        else:
+            assert sorted(ids) == ["m2", "m3"] and weights == pytest.approx([0.5, 0.5]), "the later ones' meta-Nash"
+
+
 def two_members(tmp_path, weights):
     """A Kuhn league manager with members m0, m1 and a mixture file of them at `weights`."""
     cfg = league_cfg(deliverable="nash_mixture")
@@ -131,7 +154,7 @@ def two_members(tmp_path, weights):
         with torch.no_grad():
             policy.actor.bias.add_(torch.tensor([0.0, 2.0, -1.0]) * (1 - 2 * k))
         mgr.ingest(m, policy.state_dict(), policy.config.to_dict())
-    mgr.meta_nash = lambda: dict(zip(("m0", "m1"), weights))  # the weights under test
+    mgr.meta_nash = lambda ids=None: dict(zip(("m0", "m1"), weights))  # the weights under test
     return mgr, write_mixture(tmp_path, mgr, global_step=10, epoch=1)
 
 
@@ -252,7 +275,7 @@ def test_evaluate_checkpoint_plays_an_emberfront_mixture_and_single_policy_tools
     mgr = LeagueManager(cfg, tmp_path / "league", play=Scripted(), log=quiet, runner=EMBERFRONT_RUNNER, game=EMBERFRONT)
     ingest_tiny(mgr, "m0", seed=0)
     ingest_tiny(mgr, "m1", seed=1)
-    mgr.meta_nash = lambda: {"m0": 0.25, "m1": 0.75}
+    mgr.meta_nash = lambda ids=None: {"m0": 0.25, "m1": 0.75}
     path = write_mixture(tmp_path, mgr, global_step=10, epoch=1)
     assert load_mixture(path).ids == ["m1", "m0"]
     out = tmp_path / "eval.json"

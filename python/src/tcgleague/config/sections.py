@@ -185,6 +185,7 @@ class LeagueSection:
     deliverable: str = "learner"  # learner | nash_mixture: also league_policy.pt, the meta-Nash mixture
     nash_min_games: int = 64  # meta-game entries measured on fewer games are left out (taken as even)
     nash_temperature: float = 0.0  # > 0: the meta-game's logit equilibrium at this many points (its noise)
+    deliverable_start: int = 0  # learner steps before which candidates are left out of league_policy.pt
     checkpoint_add_interval: int = 20  # epochs between ingesting the learner as a candidate
     pool_size: int = 8  # frozen members kept (champion included)
     keep_recent: int = 3  # newest members always kept

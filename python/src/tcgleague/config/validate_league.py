@@ -96,6 +96,7 @@ def validate_league_pool(cfg: Config, check: Check) -> None:
     check(lg.deliverable in DELIVERABLES, "league", "deliverable", f"must be one of {', '.join(DELIVERABLES)}")
     check(lg.nash_min_games >= 1, "league", "nash_min_games", "must be >= 1 games (e.g. 64)")
     check(lg.nash_temperature >= 0, "league", "nash_temperature", "must be >= 0 points (0 = the exact meta-Nash)")
+    check(lg.deliverable_start >= 0, "league", "deliverable_start", "must be >= 0 learner steps (e.g. 4000000)")
     check(lg.checkpoint_add_interval >= 1, "league", "checkpoint_add_interval", "must be >= 1 (e.g. 10)")
     check(lg.pool_size >= 1, "league", "pool_size", "must be >= 1 (e.g. 8)")
     for key in ("keep_recent", "keep_old"):

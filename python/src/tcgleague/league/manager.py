@@ -155,9 +155,9 @@ class LeagueManager:
         self.ratings.record(a, b, wins, losses, draws)
         self._nash = None
 
-    def meta_nash(self) -> dict[str, float]:
-        """The pool's meta-Nash {member: weight} (meta_nash.py), cached until the members' payoff changes."""
-        ids = tuple(self.pool_ids())
+    def meta_nash(self, ids: list[str] | None = None) -> dict[str, float]:
+        """The meta-Nash {member: weight} of the pool, or of its members `ids` (meta_nash.py), cached until the payoff changes."""
+        ids = tuple(self.pool_ids() if ids is None else ids)
         if self._nash is None or self._nash[0] != ids:
             matrix = payoff_matrix(list(ids), self.payoff.points_per_game, self.payoff.games, self.cfg.nash_min_games)
             self._nash = (ids, solve_symmetric(matrix, temperature=self.cfg.nash_temperature))

@@ -52,10 +52,18 @@ MixtureEvaluate = Callable[[list[tuple[Policy, Sampler]], list[float]], dict]
 """A game's judge of a mixture: (members, weights) -> eval/* figures (game.py)."""
 
 
+def delivered_ids(manager: LeagueManager) -> list[str]:
+    """The members the deliverable mixes: those ingested at or after `[league] deliverable_start`
+    learner steps (its burn-in, like the average policy's `average_start`: the first candidates
+    are far from equilibrium and the meta-game weighs them in), or the whole pool while none is."""
+    late = [m for m in manager.pool_ids() if manager.store.members[m].step >= manager.cfg.deliverable_start]
+    return late or manager.pool_ids()
+
+
 def mixture_weights(manager: LeagueManager) -> tuple[list[str], list[float]]:
-    """The meta-Nash's members, heaviest first, and their weights renormalised after dropping
-    those under MIN_WEIGHT (none while the pool is empty)."""
-    nash = {m: w for m, w in manager.meta_nash().items() if w >= MIN_WEIGHT}
+    """The delivered members' meta-Nash, heaviest first, and their weights renormalised after
+    dropping those under MIN_WEIGHT (none while the pool is empty)."""
+    nash = {m: w for m, w in manager.meta_nash(delivered_ids(manager)).items() if w >= MIN_WEIGHT}
     total = sum(nash.values())
     ids = sorted(nash, key=lambda m: -nash[m])
     return ids, [nash[m] / total for m in ids]
