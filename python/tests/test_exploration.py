@@ -110,9 +110,10 @@ def test_a_leduc_rollout_explores_its_share_uniformly_and_trains_on_policy_only(
     explored = []
     mark = buffer.explored
     buffer.explored = lambda rows, slots: (explored.append(slots[slots < buffer.capacity]), mark(rows, slots))
-    trainer.collect(trainer.sampler.params_tensor())
+    stats = trainer.collect(trainer.sampler.params_tensor())
     slots = np.concatenate(explored)
     assert 0.17 < len(slots) / buffer.size < 0.23, "a fifth of the learner's decisions explore"
+    assert buffer.explored_steps == len(slots) and stats["sampler/rollout_entropy"] < 1e-3, "the policy's own"
     assert buffer.off_policy[slots].all() and 0.25 < buffer.off_policy.mean() < 0.45, "with the other seat's steps"
     obs, actions = buffer.obs[torch.from_numpy(slots)], buffer.actions[torch.from_numpy(slots), 0]
     legal = obs[:, trainer.policy.legal_offset : trainer.policy.legal_offset + trainer.policy.num_actions] > 0

@@ -121,6 +121,7 @@ class RolloutBuffer:
         self.next_index = np.full(capacity, -1, dtype=np.int64)  # the row's next stored step
         self.bootstrapped = np.zeros(capacity, dtype=bool)  # next_value holds the pending step's next value
         self.off_policy = np.zeros(capacity, dtype=bool)  # an exploring decision, or a return it changed
+        self.explored_steps = 0  # stored exploring decisions this epoch
         self.last_index = np.full(rows.num_rows, -1, dtype=np.int64)
         self.num_rows = rows.num_rows  # a partial buffer's unfilled slots get row ids from here on (they sort last)
         self.size = 0
@@ -142,6 +143,7 @@ class RolloutBuffer:
         self.truncated[:] = False
         self.bootstrapped[:] = False
         self.off_policy[:] = False
+        self.explored_steps = 0
 
     def pending(self, rows: np.ndarray) -> np.ndarray:
         """Each row's pending step (its latest stored one, still in a game, not yet followed by
@@ -180,7 +182,9 @@ class RolloutBuffer:
         decisions and the other seat's latest step of each game, whose return now follows an
         action its opponent's policy would not have taken, are left out of the loss and stop
         their rows' GAE (their values, taken on-policy, still bootstrap their predecessors)."""
-        self.off_policy[slots[slots < self.capacity]] = True
+        stored = slots[slots < self.capacity]
+        self.off_policy[stored] = True
+        self.explored_steps += len(stored)
         other = self.last_index[seat_row(game_of(rows), 1 - seat_of(rows))]
         self.off_policy[other[self.in_game(other)]] = True
 

@@ -115,11 +115,10 @@ class Trainer:
     # ---- verb 1: collect -----------------------------------------------------------------------
     @torch.no_grad()
     def collect(self, params: torch.Tensor) -> dict:
-        """Steps the env until the buffer holds exactly batch_size learner decisions. Opponent
-        rows are acted for but never stored (nor are learner rows the opponent side does not let
-        it train on); on the last step, learner decisions that no longer fit are dropped (their
-        later rewards too) rather than stored partially. A share of the learner's decisions
-        explore (exploration.py: drawn uniformly, left out of the loss).
+        """Steps the env until the buffer holds exactly batch_size learner decisions. Opponent rows
+        are acted for but never stored (nor are learner rows the opponent side does not let it train
+        on); on the last step, learner decisions that no longer fit are dropped (their later rewards
+        too). A share of the learner's decisions explore (exploration.py: out of the loss).
 
         The learner decides for the deciding row of every game each step (a fixed shape, so a
         compiled step replays one graph); the rows it does not play are simply not stored. Per
@@ -177,8 +176,9 @@ class Trainer:
         self.bootstrap_pending()
         self.global_step += decisions
         stats = self.env.summarize_episodes(infos)
-        stats["sampler/rollout_entropy"] = float(entropy_sum) / max(1, decisions)
-        stats["sampler/rollout_noop_rate"] = float(noops) / max(1, decisions)  # learner decisions that do nothing now
+        policy_decisions = max(1, decisions - buffer.explored_steps)  # the policy's own, not the exploring ones
+        stats["sampler/rollout_entropy"] = float(entropy_sum) / policy_decisions
+        stats["sampler/rollout_noop_rate"] = float(noops) / policy_decisions  # learner decisions that do nothing now
         return stats | rollout_perf(self.transfers, steps / parts.count, env_s, opponents_s)
 
     def settle(self, stepped: tuple | None, decisions: int) -> list[dict]:
