@@ -254,31 +254,14 @@ def test_step_transfer_download_returns_int32_numpy_of_the_actions():
 
 
 # ---- 3. compiled decision step on the CPU --------------------------------------------------------
-@pytest.mark.slow  # inductor C++ compile of the decision step, as below
-def test_an_exploring_compiled_rollout_does_not_recompile():
-    """With exploration the step takes per-row sampling parameters [n, 3] every step: one graph still."""
+def compiled_twice(*overrides: str) -> Trainer:
+    """A compiled smoke trainer after two epochs' collects: the first compiled the decision step,
+    the second compiled nothing new."""
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
     counters.clear()
-    trainer = smoke_trainer("--train.compile", "true", "--train.compile-mode", "default", *EXPLORING, *batch_of(256))
-    params = trainer.sampler.params_tensor()
-    trainer.collect(params)
-    graphs = counters["stats"]["unique_graphs"]
-    assert graphs >= 1 and trainer.learner.buffer.explored_steps > 0
-    trainer.collect(params)
-    assert counters["stats"]["unique_graphs"] == graphs, "the second epoch's collect recompiled the step"
-
-
-@pytest.mark.slow  # inductor C++ compile of the decision step: ~60 s cold on a 2-core box
-def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
-    """`--train.compile true` on the CPU: a second epoch's collect compiles nothing new, and the
-    compiled PolicyActor.decide picks the same actions as the eager PolicyStep on the same inputs."""
-    from torch._dynamo.utils import counters
-
-    torch._dynamo.reset()
-    counters.clear()
-    trainer = smoke_trainer("--train.compile", "true", "--train.compile-mode", "default", *batch_of(256))
+    trainer = smoke_trainer("--train.compile", "true", "--train.compile-mode", "default", *overrides, *batch_of(256))
     learner = trainer.learner.actor
     assert learner.compiled and learner.forward is not learner.step
     params = trainer.sampler.params_tensor()
@@ -287,6 +270,24 @@ def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
     assert graphs >= 1, "the decision step was compiled"
     trainer.collect(params)
     assert counters["stats"]["unique_graphs"] == graphs, "the second epoch's collect recompiled the step"
+    return trainer
+
+
+@pytest.mark.slow  # inductor C++ compile of the decision step, as below
+def test_an_exploring_compiled_rollout_does_not_recompile():
+    """With exploration the step takes per-row sampling parameters [n, 3] every step: one graph still."""
+    assert compiled_twice(*EXPLORING).learner.buffer.explored_steps > 0
+
+
+@pytest.mark.slow  # inductor C++ compile of the decision step: ~60 s cold on a 2-core box
+def test_compiled_rollout_step_does_not_recompile_and_matches_eager():
+    """`--train.compile true` on the CPU: a second epoch's collect compiles nothing new, and the
+    compiled PolicyActor.decide picks the same actions as the eager PolicyStep on the same inputs."""
+    from torch._dynamo.utils import counters
+
+    trainer = compiled_twice()
+    learner, params = trainer.learner.actor, trainer.sampler.params_tensor()
+    graphs = counters["stats"]["unique_graphs"]
 
     # the next step's inputs, through the same StepTransfer views collect() hands the step
     rows_np = trainer.parts.deciding_rows(0)  # the first part's (every game's, without overlap)

@@ -1,4 +1,4 @@
-"""Exploration of the lines neither seat plays (issue 50): with `[train] explore_share` > 0, that
+"""Exploration of the lines neither seat plays: with `[train] explore_share` > 0, that
 share of the learner's training decisions is drawn uniformly among the legal actions instead of
 from the policy.
 
@@ -50,5 +50,6 @@ class Exploration:
         legal draw) where `explore`; `params` itself at share 0 (a compiled step keeps its shape)."""
         if self.share == 0.0:
             return params
-        smoothing = torch.arange(params.numel(), device=params.device) == SMOOTHING
-        return params.reshape(1, -1).expand(len(explore), -1).masked_fill(explore[:, None] & smoothing, 1.0)
+        rows = params.reshape(1, -1).repeat(len(explore), 1)
+        rows[:, SMOOTHING].masked_fill_(explore, 1.0)
+        return rows

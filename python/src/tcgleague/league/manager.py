@@ -89,7 +89,7 @@ class LeagueManager:
         self.games_recorded = 0  # the learner's training games recorded so far (a clock for last_played)
         self.last_played: dict[str, int] = {}  # member -> games_recorded when the learner last played it
         self.playing: set[str] = set()  # who running games play (note_playing, each epoch): retirement keeps them
-        self._nash: tuple[tuple[str, ...], np.ndarray] | None = None  # (members, meta-Nash) until the payoff changes
+        self._nash: dict[tuple[str, ...], np.ndarray] = {}  # members -> their meta-Nash, until the payoff changes
 
     @property
     def state_path(self) -> Path | None:
@@ -153,15 +153,15 @@ class LeagueManager:
         wins, losses, draws = result.as_tuple()
         self.payoff.update(a, b, wins, losses, draws, result.total_points)
         self.ratings.record(a, b, wins, losses, draws)
-        self._nash = None
+        self._nash = {}
 
     def meta_nash(self, ids: list[str] | None = None) -> dict[str, float]:
         """The meta-Nash {member: weight} of the pool, or of its members `ids` (meta_nash.py), cached until the payoff changes."""
         ids = tuple(self.pool_ids() if ids is None else ids)
-        if self._nash is None or self._nash[0] != ids:
+        if ids not in self._nash:  # the pool's (opponents, retention) and the deliverable's alternate
             matrix = payoff_matrix(list(ids), self.payoff.points_per_game, self.payoff.games, self.cfg.nash_min_games)
-            self._nash = (ids, solve_symmetric(matrix, temperature=self.cfg.nash_temperature))
-        return dict(zip(ids, self._nash[1].tolist()))
+            self._nash[ids] = solve_symmetric(matrix, temperature=self.cfg.nash_temperature)
+        return dict(zip(ids, self._nash[ids].tolist()))
 
     def learner_winrates(self, ids) -> list[float]:
         return [self.payoff.winrate(LEARNER, m) for m in ids]
@@ -346,7 +346,7 @@ class LeagueManager:
         self.champion = state["champion"] if state["champion"] in self.store else None
         self.ratings.load_state_dict(state["ratings"])
         self.payoff.load_state_dict(state["payoff"], state.get("payoff_points"))
-        self._nash = None
+        self._nash = {}
         self.promotions, self.candidates = int(state["promotions"]), int(state["candidates"])
         self.decisions = list(state["decisions"])
         self.games_recorded = int(state.get("games_recorded", 0))  # absent in states written before verification games
