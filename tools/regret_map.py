@@ -119,7 +119,9 @@ def closeness(figures: list[StateFigures], temperature: float) -> float:
     return total
 
 
-def logit_equilibrium(game: JudgedGame, temperature: float, iterations: int, step: float) -> tuple[float, float]:
+def logit_equilibrium_exploitability(
+    game: JudgedGame, temperature: float, iterations: int, step: float
+) -> tuple[float, float]:
     """(exploitability, the last iteration's largest probability change) of damped logit
     responses from uniform play: pi <- (1 - step) pi + step softmax(Q_pi / T) at every state.
     A change near 0 says the iteration settled on the equilibrium; a larger one that it circles
@@ -202,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.policy is not None:
             report(args.policy, game, args.top)
         for t in args.logit_equilibria:
-            exploitability, change = logit_equilibrium(game, t, args.iterations, args.step)
+            exploitability, change = logit_equilibrium_exploitability(game, t, args.iterations, args.step)
             print(f"logit equilibrium at T = {t}: exploitability {exploitability:.4f} (last change {change:.1e})")
     except (UserInputError, CheckpointError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

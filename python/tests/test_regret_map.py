@@ -14,7 +14,7 @@ from open_spiel.python.algorithms import cfr
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from regret_map import logit_equilibrium, main, state_figures  # noqa: E402
+from regret_map import logit_equilibrium_exploitability, main, state_figures  # noqa: E402
 
 from tcgleague.games.poker.exact import JUDGED  # noqa: E402
 from tcgleague.openspiel_judge import measure, openspiel_game, table_of, table_policy  # noqa: E402
@@ -52,9 +52,9 @@ def test_a_solved_policy_leaves_no_regret_and_uniform_play_leaves_what_its_best_
 
 
 def test_the_logit_equilibrium_tends_to_the_nash_equilibrium_as_its_temperature_falls():
-    hot, _ = logit_equilibrium(KUHN, 10.0, 200, 0.2)
-    warm, warm_change = logit_equilibrium(KUHN, 0.3, 400, 0.1)
-    cool, cool_change = logit_equilibrium(KUHN, 0.1, 800, 0.05)
+    hot, _ = logit_equilibrium_exploitability(KUHN, 10.0, 200, 0.2)
+    warm, warm_change = logit_equilibrium_exploitability(KUHN, 0.3, 400, 0.1)
+    cool, cool_change = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05)
     assert warm_change < 1e-6 and cool_change < 1e-4  # settled
     assert UNIFORM_KUHN > hot > warm > cool > 0.0
     assert cool < 0.06
