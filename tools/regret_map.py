@@ -16,9 +16,10 @@ For a file (a checkpoint, a mixture such as average_policy.pt or league_policy.p
 - the states with the most regret, with their reaches, probabilities and action values.
 
 With --logit-equilibria T ...: the exploitability of the game's logit (agent quantal response)
-equilibrium at each temperature, found by damped logit responses over the exact tree. That is the
-fixed point policy gradient with an entropy bonus of strength T (in the game's points per
-decision) settles on: the least exploitability such a learner can reach, however long it trains.
+equilibrium at each temperature, found by damped logit responses over the exact tree, warmest
+first, each from the last one's equilibrium. That is the fixed point policy gradient with an
+entropy bonus of strength T (in the game's points per decision) settles on: the least
+exploitability such a learner can reach, however long it trains.
 """
 
 from __future__ import annotations
@@ -120,14 +121,15 @@ def closeness(figures: list[StateFigures], temperature: float) -> float:
 
 
 def logit_equilibrium_exploitability(
-    game: JudgedGame, temperature: float, iterations: int, step: float
+    game: JudgedGame, temperature: float, iterations: int, step: float, table: dict[str, list[float]] | None = None
 ) -> tuple[float, float]:
     """(exploitability, the last iteration's largest probability change) of damped logit
-    responses from uniform play: pi <- (1 - step) pi + step softmax(Q_pi / T) at every state.
-    A change near 0 says the iteration settled on the equilibrium; a larger one that it circles
-    it (small temperatures: more iterations, a smaller step)."""
+    responses: pi <- (1 - step) pi + step softmax(Q_pi / T) at every state, from `table` (uniform
+    play at states it lacks; left holding the result). A change near 0 says the iteration settled
+    on the equilibrium; a larger one that it circles it (small temperatures: more iterations, a
+    smaller step, or a start at a warmer temperature's equilibrium)."""
     spiel = openspiel_game(game)
-    table: dict[str, list[float]] = {}
+    table = {} if table is None else table
 
     def current(state: pyspiel.State) -> dict[int, float]:
         legal = state.legal_actions()
@@ -203,8 +205,11 @@ def main(argv: list[str] | None = None) -> int:
         game = judged_game_of(args.policy, args.game)
         if args.policy is not None:
             report(args.policy, game, args.top)
-        for t in args.logit_equilibria:
-            exploitability, change = logit_equilibrium_exploitability(game, t, args.iterations, args.step)
+        # continuation: each temperature starts from the warmer one's equilibrium, which it is near;
+        # from uniform play the damped responses circle the cool ones instead of settling
+        solution: dict[str, list[float]] = {}
+        for t in sorted(args.logit_equilibria, reverse=True):
+            exploitability, change = logit_equilibrium_exploitability(game, t, args.iterations, args.step, solution)
             print(f"logit equilibrium at T = {t}: exploitability {exploitability:.4f} (last change {change:.1e})")
     except (UserInputError, CheckpointError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

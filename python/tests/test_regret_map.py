@@ -60,6 +60,16 @@ def test_the_logit_equilibrium_tends_to_the_nash_equilibrium_as_its_temperature_
     assert cool < 0.06
 
 
+def test_a_cool_logit_equilibrium_settles_sooner_from_a_warmer_ones_solution():
+    settled, _ = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05)
+    cold, cold_change = logit_equilibrium_exploitability(KUHN, 0.1, 100, 0.05)
+    solution: dict[str, list[float]] = {}
+    logit_equilibrium_exploitability(KUHN, 0.3, 400, 0.1, solution)
+    continued, continued_change = logit_equilibrium_exploitability(KUHN, 0.1, 100, 0.05, solution)
+    assert continued_change < 0.8 * cold_change
+    assert abs(continued - settled) < 0.6 * abs(cold - settled)
+
+
 def test_the_tool_reports_a_file_and_refuses_bad_input_in_one_line(tmp_path, capsys):
     table = tmp_path / "kuhn_table.pt"
     torch.save(solved_table(), table)
