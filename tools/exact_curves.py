@@ -6,8 +6,9 @@ figure of a game's runs beside uniform play and a solver (docs/liars_dice_exploi
 
 Each run (`RUN_DIR=LABEL`, or the directory's name) draws its deliverable (solid: a league's Nash
 mixture where it logs one, `eval/mixture_exploitability`, else the average policy,
-`eval/average_exploitability`), and its learner (`eval/exploitability`, dashed) in one colour; the y axis is logarithmic, so a tenth of uniform play is as far below it as uniform play
-is above 7.8.
+`eval/average_exploitability`), and its learner (`eval/exploitability`, dashed) in one colour;
+the y axis is logarithmic, so a tenth of uniform play is as far below it as uniform play is
+above 7.8.
 """
 
 from __future__ import annotations
