@@ -55,7 +55,7 @@ def unroll(
 class PPOLoss(nn.Module):
     """Clipped policy and value losses with an entropy bonus and, with a `magnet`, the
     magnet-regularized objective's `magnet_coef * KL(pi || magnet)` per decision (magnet.py),
-    averaged over the steps `mask` keeps (rollout.Batch.mask). `params` are the sampler
+    averaged over the steps `mask` keeps, weighted by it (rollout.Batch.mask). `params` are the sampler
     parameters the rollout used; `coefs` = COEF_NAMES as a tensor so annealing a coefficient
     never triggers a recompile. Without a magnet the KL is neither computed nor logged (0).
 
@@ -112,7 +112,7 @@ class PPOLoss(nn.Module):
         with torch.no_grad():
             approx_kl = mean((ratio - 1.0) - log_ratio)
             clipfrac = mean(((ratio - 1.0).abs() > clip).float())
-            ratio_dev = ((ratio - 1.0).abs() * keep).max()
+            ratio_dev = ((ratio - 1.0).abs() * (keep > 0)).max()
             stats = torch.stack([pg_loss, v_loss, ent_mean, approx_kl, clipfrac, ratio_dev, kl_mean.detach()])
         return loss, stats
 
@@ -287,7 +287,7 @@ class PPOUpdater:
             kept = keep.sum()
             mean = (adv * keep).sum() / kept
             std = (((adv - mean) ** 2 * keep).sum() / (kept - 1.0).clamp_min(1.0)).sqrt()
-            batch.advantage = (adv - mean) / (std + 1e-8) * keep
+            batch.advantage = (adv - mean) / (std + 1e-8) * (keep > 0)  # a weight scales the loss, not the advantage
         segments = batch.obs.shape[0]
         n_mb = segments // s.minibatch_segments
         magnet_logp = self.replay_magnet(batch, params)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
+from .counterfactual import counterfactual_weights
 from .rows import RowFormat, game_of, seat_of, seat_row
 
 
@@ -49,7 +50,8 @@ class Batch:
     boundary: torch.Tensor  # 1.0 where the recurrence restarts from the stored state
     state_h: torch.Tensor
     state_c: torch.Tensor
-    mask: torch.Tensor  # 1.0 = trained; 0.0 = out of the loss (a pending step with no next state, or off-policy)
+    mask: torch.Tensor  # a step's weight in the loss: 0.0 = out (a pending step with no next state, or
+    # off-policy), else 1.0 or its counterfactual weight (counterfactual.py)
     rows: torch.Tensor  # env row of each step (for tests and diagnostics)
 
     def head(self, segments: int) -> Batch:
@@ -112,6 +114,7 @@ class RolloutBuffer:
         self.state_h = torch.zeros(spare, hidden_size, device=self.device)
         self.state_c = torch.zeros(spare, hidden_size, device=self.device)
         self.next_value = torch.zeros(spare, device=self.device)  # a pending step's bootstrap, by slot
+        self.own_log_reach = torch.zeros(spare, device=self.device)  # counterfactual.py's, by slot
         # host half: the env's bookkeeping
         self.rows = np.zeros(capacity, dtype=np.int64)
         self.reward = np.zeros(capacity, dtype=np.float32)
@@ -231,8 +234,12 @@ class RolloutBuffer:
         value: torch.Tensor,
         state_h: torch.Tensor,
         state_c: torch.Tensor,
+        own_log_reach: torch.Tensor | None = None,
     ) -> None:
-        """Device half: writes decision i to slot slots[i] (`capacity` = not stored), no host sync."""
+        """Device half: writes decision i to slot slots[i] (`capacity` = not stored), no host sync.
+        `own_log_reach`: the acting seat's log reach of each decision (counterfactual.py); None: 0."""
+        if own_log_reach is None:
+            own_log_reach = torch.zeros_like(logprob)
         for dst, src in (
             (self.obs, obs),
             (self.actions, actions),
@@ -240,6 +247,7 @@ class RolloutBuffer:
             (self.value, value),
             (self.state_h, state_h),
             (self.state_c, state_c),
+            (self.own_log_reach, own_log_reach),
         ):
             dst.index_copy_(0, slots, src.to(dst.dtype))
 
@@ -270,11 +278,12 @@ class RolloutBuffer:
         adv = discounted_sums(delta, cont, row_runs(self.rows[order]))
         return adv, adv + value[index], on_device((~unknown)[order].astype(np.float32))
 
-    def pack(self, gamma: float, lam: float, allow_partial: bool = False) -> Batch:
+    def pack(self, gamma: float, lam: float, allow_partial: bool = False, own_reach_cap: float = 0.0) -> Batch:
         """The epoch's steps packed row by row into [segments, horizon]. With `allow_partial` a
         buffer that is not full packs too (the main exploiter's, which holds whatever its games
         gave it this epoch): its unfilled slots come last, as steps of no row that the loss
-        never sees (mask 0), so the first ceil(size / horizon) segments hold every stored step."""
+        never sees (mask 0), so the first ceil(size / horizon) segments hold every stored step.
+        With `own_reach_cap` the mask carries each trained step's counterfactual weight."""
         if not self.full and not allow_partial:
             raise RuntimeError(f"pack() needs a full buffer ({self.size}/{self.capacity} steps)")
         self.rows[self.size :] = self.num_rows + np.arange(self.capacity - self.size)  # runs of one: no GAE loop
@@ -287,6 +296,8 @@ class RolloutBuffer:
         boundary[:: self.horizon] = True
         adv, ret, mask = self._advantages(order, gamma, lam)
         index = torch.from_numpy(order).to(self.device)
+        if own_reach_cap > 0:
+            mask = counterfactual_weights(self.own_log_reach[: self.capacity][index], mask, own_reach_cap)
         shape = (self.capacity // self.horizon, self.horizon)
 
         def take(t: torch.Tensor) -> torch.Tensor:

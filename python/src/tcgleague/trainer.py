@@ -25,6 +25,7 @@ from .anneal import anneal_values, anneals_from_config
 from .average import PolicyAverage
 from .checkpoint.files import checkpoint_due
 from .config import Config
+from .counterfactual import OwnReach
 from .devices import compile_mode_for, env_parts, loss_compile_mode
 from .dist import SINGLE, Dist, reduce_epoch, weights_digest
 from .exploration import Exploration
@@ -78,6 +79,7 @@ class Trainer:
             lr_lambda(t.lr_schedule, self.total_epochs, math.ceil(t.magnet_interval / t.batch_size)),
         )
         self.exploration = Exploration(t.explore_share, self.seed)
+        self.own_reach = OwnReach(env.num_rows, device)  # the loss's counterfactual weights ([train] own_reach_cap)
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
         self.annealed = anneal_values(self.anneals, 0, self.total_steps)  # apply_anneals() sets it every epoch
@@ -156,7 +158,8 @@ class Trainer:
             d = actor.decide(
                 obs, rows_dev, self.exploration.row_params(params, off), episode_start=starts, companion=companion
             )
-            buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c)
+            reach = self.own_reach.advance(rows_dev, starts, d.logprob)
+            buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c, reach)
             buffer.drop_unstored(mine, mine_slots, d.value, at)
             buffer.explored(rows[explore], slots[explore])
             stored = (slots_dev < buffer.capacity) & ~off
@@ -214,7 +217,7 @@ class Trainer:
     def update(self, params: torch.Tensor) -> dict:
         """GAE over the collected epoch, then the clipped-PPO minibatch updates and one LR step."""
         t = self.cfg.train
-        batch = self.learner.buffer.pack(t.gamma, t.gae_lambda)
+        batch = self.learner.buffer.pack(t.gamma, t.gae_lambda, own_reach_cap=t.own_reach_cap)
         metrics = self.learner.updater.update(batch, params, self.loss_coefs(), self.learner.generator)
         self.scheduler.step()
         self.learner.magnet.advance(self.policy, self.global_step)
@@ -330,6 +333,7 @@ class Trainer:
                 "state_h": actor.state.h.detach().cpu().clone(),
                 "state_c": actor.state.c.detach().cpu().clone(),
                 "episode_start": torch.from_numpy(self.episode_start.copy()),
+                "own_log_reach": self.own_reach.state_dict(),
                 "actions": torch.from_numpy(self.actions.copy()),
             },
             "generator": self.learner.generator.get_state(),
@@ -396,5 +400,6 @@ class Trainer:
             return False
         self.learner.actor.state.load_state_dict({"h": run["state_h"], "c": run["state_c"]})
         self.episode_start[:] = run["episode_start"].numpy()
+        self.own_reach.load_state_dict(run.get("own_log_reach"))
         self.actions[:] = run["actions"].numpy()
         return True

@@ -149,6 +149,8 @@ def _run_state(v: Any, field: str) -> None:
     _require(h.dim() == 2 and h.shape[0] == n, f"{field}.state_h", f"expected shape [{n}, hidden], got {list(h.shape)}")
     _tensor(v.get("state_c"), f"{field}.state_c", "float", tuple(h.shape))
     _tensor(v.get("episode_start"), f"{field}.episode_start", "bool", (n,))
+    if v.get("own_log_reach") is not None:  # absent in checkpoints from before counterfactual.py
+        _tensor(v.get("own_log_reach"), f"{field}.own_log_reach", "float", (n,))
     a = _tensor(v.get("actions"), f"{field}.actions", "int")  # [rows, the game's action width]
     _require(a.dim() == 2 and a.shape[0] == n, f"{field}.actions", f"expected shape [{n}, width], got {list(a.shape)}")
 

@@ -154,6 +154,9 @@ class TrainSection:
     # Exploration (exploration.py): this share of the learner's training decisions drawn uniformly
     # among the legal actions, left out of the loss with the returns they changed.
     explore_share: float = 0.0
+    # Counterfactual weighting (counterfactual.py): each decision weighs in the loss by 1 / its
+    # seat's own reach of it, capped at this (0 = off, every decision weighs 1).
+    own_reach_cap: float = 0.0
     # The average policy (average.py): an equal mixture of the newest snapshots, average_policy.pt.
     average_snapshots: int = 0  # snapshots the average keeps (0 = no average policy)
     average_interval: int = 250_000  # learner steps between snapshots
