@@ -135,17 +135,22 @@ def test_a_bad_explore_share_is_refused_by_name(value):
         load_config(Path("configs/leduc.ini"), ["--train.explore-share", value])
 
 
-def test_bench_train_prices_exploration_against_the_same_config_without_it(tmp_path, capsys):
+@pytest.mark.parametrize(
+    ("flag", "value", "name", "bad"),
+    [("--explore", "0.2", "explore_share 0.2", "1.5"), ("--own-reach-cap", "5", "own_reach_cap 5", "0.5")],
+)
+def test_bench_train_prices_a_variant_against_the_same_config_without_it(tmp_path, capsys, flag, value, name, bad):
+    """Exploration's cost, and counterfactual weighting's (counterfactual.py), as SPS ratios."""
     out = tmp_path / "cost.json"
     small = ["--env.num-games", "128", "--train.batch-size", "2048", "--train.minibatch-size", "512"]
-    argv = ["train", "--config", "configs/leduc.ini", "--epochs", "1", "--explore", "0.2", "--json", str(out), *small]
+    argv = ["train", "--config", "configs/leduc.ini", "--epochs", "1", flag, value, "--json", str(out), *small]
     assert bench_main(argv) == 0
     figures = json.loads(out.read_text())
-    assert figures["variant"] == "explore_share 0.2" and figures["sps_plain"] > 0 and figures["sps_variant"] > 0
+    assert figures["variant"] == name and figures["sps_plain"] > 0 and figures["sps_variant"] > 0
     assert figures["ratio"] == pytest.approx(figures["sps_variant"] / figures["sps_plain"])
-    assert "the cost of explore_share 0.2" in capsys.readouterr().out
-    assert bench_main(["train", "--config", "configs/leduc.ini", "--epochs", "1", "--explore", "1.5"]) == 2
-    assert "explore_share" in capsys.readouterr().err
+    assert f"the cost of {name}" in capsys.readouterr().out
+    assert bench_main(["train", "--config", "configs/leduc.ini", "--epochs", "1", flag, bad]) == 2
+    assert name.split()[0] in capsys.readouterr().err
 
 
 def test_an_exploring_run_resumes_bit_identically_and_explores(tmp_path):

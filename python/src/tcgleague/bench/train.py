@@ -34,6 +34,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="instead: the config with and without this [train] explore_share, epochs alternated in one "
         "process, and the SPS ratio (exploration's cost: per-row sampling parameters, fewer decisions trained)",
     )
+    p.add_argument(
+        "--own-reach-cap",
+        type=float,
+        metavar="CAP",
+        help="instead: the config with and without this [train] own_reach_cap, epochs alternated in one process, "
+        "and the SPS ratio (counterfactual weighting's cost: the weights, once an epoch)",
+    )
 
 
 @torch.no_grad()
@@ -58,6 +65,8 @@ def variant(args: argparse.Namespace) -> tuple[str, list[str]] | None:
         return f"magnet {args.magnet}", ["--train.magnet", args.magnet, *coef]
     if args.explore is not None:
         return f"explore_share {args.explore:g}", ["--train.explore-share", str(args.explore)]
+    if args.own_reach_cap is not None:
+        return f"own_reach_cap {args.own_reach_cap:g}", ["--train.own-reach-cap", str(args.own_reach_cap)]
     return None
 
 
