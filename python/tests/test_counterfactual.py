@@ -103,5 +103,7 @@ def test_a_weighted_run_resumes_bit_identically(tmp_path):
 
 @pytest.mark.parametrize("value", ["0.5", "-1", "inf", "nan"])
 def test_a_bad_own_reach_cap_is_refused_by_name(value):
-    with pytest.raises(ConfigError, match=r"\[train\] own_reach_cap(: expected a finite| = \S+: must be 0 \(off\) or >= 1)"):
+    with pytest.raises(
+        ConfigError, match=r"\[train\] own_reach_cap(: expected a finite| = \S+: must be 0 \(off\) or >= 1)"
+    ):
         load_config(Path("configs/leduc.ini"), ["--train.own-reach-cap", value])
