@@ -311,6 +311,7 @@ PROBE_VALUES = {
     ("train", "nan_policy"): "skip_batch",
     ("train", "magnet"): "ema",
     ("train", "update_rule"): "neurd",
+    ("train", "own_reach_cap"): 5.0,  # 0 (off) or >= 1
     ("league", "opponent_sampling"): "nash",
     ("league", "deliverable"): "nash_mixture",
     ("vec", "backend"): "serial",

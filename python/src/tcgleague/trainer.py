@@ -253,17 +253,11 @@ class Trainer:
         for hook in self.epoch_hooks:
             metrics.update(hook(metrics))
         elapsed = time.perf_counter() - start
-        metrics.update(
-            {
-                "train/epoch": float(self.epoch),
-                "train/learning_rate": self.learner.optimizer.param_groups[0]["lr"],
-                "perf/sps": self.cfg.train.batch_size / elapsed,
-                "perf/epoch_seconds": elapsed,
-                "perf/rollout_seconds": rollout_s,
-                "perf/update_seconds": update_s,
-                "perf/opponents_seconds": opponents_s,
-            }
-        )
+        lr = self.learner.optimizer.param_groups[0]["lr"]
+        metrics.update({"train/epoch": float(self.epoch), "train/learning_rate": lr})
+        metrics.update({"perf/sps": self.cfg.train.batch_size / elapsed, "perf/epoch_seconds": elapsed})
+        metrics.update({"perf/rollout_seconds": rollout_s, "perf/update_seconds": update_s})
+        metrics["perf/opponents_seconds"] = opponents_s
         self.last_metrics = metrics
         return metrics
 
