@@ -62,15 +62,22 @@ def run_dir_of(base: Path, exclude: Path | None = None) -> Path:
     return found
 
 
-def test_a_run_writes_judges_and_resumes_its_average(tmp_path):
-    average = ["--train.average-snapshots", "4", "--train.average-interval", "4096", "--train.average-start", "8000"]
-    run = [*KUHN_RUN, *average, "--base.experiments-dir", str(tmp_path)]  # every 2 epochs from the 4th
+def straight_and_resumed(tmp_path: Path, keys: list[str]) -> tuple[Path, dict, dict]:
+    """A Kuhn run with `keys` to epoch 8, and the same resumed exactly from its epoch 4: (the
+    straight run's directory, its epoch-8 checkpoint, the resumed run's)."""
+    run = [*KUHN_RUN, *keys, "--base.experiments-dir", str(tmp_path)]
     assert train_cli.main(run) == 0
     run_a = run_dir_of(tmp_path)
     resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
     assert train_cli.main([*run, *resume]) == 0
     run_b = run_dir_of(tmp_path, exclude=run_a)
     a, b = (torch.load(r / "model_kuhn_000008.pt", weights_only=True) for r in (run_a, run_b))
+    return run_a, a, b
+
+
+def test_a_run_writes_judges_and_resumes_its_average(tmp_path):
+    average = ["--train.average-snapshots", "4", "--train.average-interval", "4096", "--train.average-start", "8000"]
+    run_a, a, b = straight_and_resumed(tmp_path, average)  # a snapshot every 2 epochs from the 4th
     assert_same(a["average"], b["average"], "average")
     assert [s["global_step"] for s in a["average"]["snapshots"]] == [8192, 12288, 16384]
     assert_same(a["average"]["snapshots"][-1]["policy"], a["policy"], "the newest snapshot is the last learner")

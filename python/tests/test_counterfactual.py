@@ -12,12 +12,10 @@ import pytest
 import torch
 
 from helpers.state_compare import assert_same
-from tcgleague import train as train_cli
 from tcgleague.build import build_trainer
 from tcgleague.config import ConfigError, load_config
 from tcgleague.counterfactual import OwnReach, counterfactual_weights
-from test_average import run_dir_of
-from test_game_plugin import KUHN_RUN
+from test_average import straight_and_resumed
 from test_rollout import credit, make_buffer
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -89,13 +87,7 @@ def test_a_leduc_rollout_stores_each_decisions_own_reach():
 
 
 def test_a_weighted_run_resumes_bit_identically(tmp_path):
-    run = [*KUHN_RUN, "--train.own-reach-cap", "5", "--base.experiments-dir", str(tmp_path)]
-    assert train_cli.main(run) == 0
-    run_a = run_dir_of(tmp_path)
-    resume = ["--resume-checkpoint", str(run_a / "model_kuhn_000004.pt"), "--resume-load-optimizer"]
-    assert train_cli.main([*run, *resume]) == 0
-    run_b = run_dir_of(tmp_path, exclude=run_a)
-    a, b = (torch.load(r / "model_kuhn_000008.pt", weights_only=True) for r in (run_a, run_b))
+    _, a, b = straight_and_resumed(tmp_path, ["--train.own-reach-cap", "5"])
     assert a["run_state"]["own_log_reach"].min() < 0, "games were mid-way when it was saved"
     assert_same(a["run_state"], b["run_state"], "run_state")
     assert_same(a["policy"], b["policy"], "policy")
