@@ -237,18 +237,13 @@ class RolloutBuffer:
         own_log_reach: torch.Tensor | None = None,
     ) -> None:
         """Device half: writes decision i to slot slots[i] (`capacity` = not stored), no host sync.
-        `own_log_reach`: the acting seat's log reach of each decision (counterfactual.py); None: 0."""
-        if own_log_reach is None:
-            own_log_reach = torch.zeros_like(logprob)
-        for dst, src in (
-            (self.obs, obs),
-            (self.actions, actions),
-            (self.logprob, logprob),
-            (self.value, value),
-            (self.state_h, state_h),
-            (self.state_c, state_c),
-            (self.own_log_reach, own_log_reach),
-        ):
+        `own_log_reach`: the acting seat's log reach of each decision (counterfactual.py); None where
+        no weighting reads it (nothing written)."""
+        pairs = [(self.obs, obs), (self.actions, actions), (self.logprob, logprob), (self.value, value)]
+        pairs += [(self.state_h, state_h), (self.state_c, state_c)]
+        if own_log_reach is not None:
+            pairs.append((self.own_log_reach, own_log_reach))
+        for dst, src in pairs:
             dst.index_copy_(0, slots, src.to(dst.dtype))
 
     def _advantages(

@@ -158,7 +158,7 @@ class Trainer:
             d = actor.decide(
                 obs, rows_dev, self.exploration.row_params(params, off), episode_start=starts, companion=companion
             )
-            reach = self.own_reach.advance(rows_dev, starts, d.logprob)
+            reach = self.own_reach.advance(rows_dev, starts, d.logprob) if self.cfg.train.own_reach_cap else None
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c, reach)
             buffer.drop_unstored(mine, mine_slots, d.value, at)
             buffer.explored(rows[explore], slots[explore])

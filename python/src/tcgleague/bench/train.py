@@ -39,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         metavar="CAP",
         help="instead: the config with and without this [train] own_reach_cap, epochs alternated in one process, "
-        "and the SPS ratio (counterfactual weighting's cost: the weights, once an epoch)",
+        "and the SPS ratio (counterfactual weighting's cost: the reach tracked per step, the weights once an epoch)",
     )
 
 
