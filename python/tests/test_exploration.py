@@ -5,6 +5,7 @@ their rows' GAE, so every trained return is on-policy; off (share 0) the rollout
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import torch
 
 from helpers.state_compare import assert_same
 from tcgleague import train as train_cli
+from tcgleague.bench import train as bench_train
 from tcgleague.bench.__main__ import main as bench_main
 from tcgleague.build import build_trainer
 from tcgleague.config import ConfigError, load_config
@@ -151,6 +153,23 @@ def test_bench_train_prices_a_variant_against_the_same_config_without_it(tmp_pat
     assert f"the cost of {name}" in capsys.readouterr().out
     assert bench_main(["train", "--config", "configs/leduc.ini", "--epochs", "1", flag, bad]) == 2
     assert name.split()[0] in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "key", "on", "off"),
+    [
+        ({"explore": 0.2}, "explore_share", 0.2, 0.0),
+        ({"own_reach_cap": 3.0}, "own_reach_cap", 3.0, 0.0),
+        ({"magnet": "ema"}, "magnet_coef_initial", 0.1, 0.0),
+    ],
+)
+def test_bench_train_compares_with_the_variant_off_even_where_the_config_sets_it(flags, key, on, off):
+    """leduc.ini explores and weighs by own reach: the plain side must be the config without them."""
+    args = argparse.Namespace(**({"magnet": None, "explore": None, "own_reach_cap": None} | flags))
+    _, with_it, without_it = bench_train.variant(args)
+    read = {"on": with_it, "off": without_it}
+    for side, expected in (("on", on), ("off", off)):
+        assert getattr(load_config(Path("configs/leduc.ini"), read[side]).train, key) == expected, side
 
 
 def test_an_exploring_run_resumes_bit_identically_and_explores(tmp_path):

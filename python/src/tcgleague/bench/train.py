@@ -58,23 +58,28 @@ def rollout_compute_seconds(trainer, steps: int) -> float:
     return timed(trainer.device, decide_every_game, steps)
 
 
-def variant(args: argparse.Namespace) -> tuple[str, list[str]] | None:
-    """The compared variant of the config, (its name, its overrides), or None (plain throughput)."""
+def variant(args: argparse.Namespace) -> tuple[str, list[str], list[str]] | None:
+    """The compared variant of the config, (its name, the overrides that turn it on, those that
+    turn it off), or None (plain throughput). The plain side is the config with the variant off,
+    so a config that already sets it (leduc.ini's own_reach_cap) is still compared with it off."""
     if args.magnet:
         coef = ["--train.magnet-coef-initial", "0.1", "--train.magnet-coef-final", "0.1"]
-        return f"magnet {args.magnet}", ["--train.magnet", args.magnet, *coef]
+        off = ["--train.magnet-coef-initial", "0", "--train.magnet-coef-final", "0"]
+        return f"magnet {args.magnet}", ["--train.magnet", args.magnet, *coef], off
     if args.explore is not None:
-        return f"explore_share {args.explore:g}", ["--train.explore-share", str(args.explore)]
+        on = ["--train.explore-share", str(args.explore)]
+        return f"explore_share {args.explore:g}", on, ["--train.explore-share", "0"]
     if args.own_reach_cap is not None:
-        return f"own_reach_cap {args.own_reach_cap:g}", ["--train.own-reach-cap", str(args.own_reach_cap)]
+        on = ["--train.own-reach-cap", str(args.own_reach_cap)]
+        return f"own_reach_cap {args.own_reach_cap:g}", on, ["--train.own-reach-cap", "0"]
     return None
 
 
-def variant_cost(args: argparse.Namespace, name: str, overrides: list[str]) -> dict:
+def variant_cost(args: argparse.Namespace, name: str, on: list[str], off: list[str]) -> dict:
     """SPS with the variant over SPS without, the two trainers' epochs alternated (a noisy shared
     machine slows both alike); the median epoch of each."""
-    trainers = {"plain": build_trainer(args.config, args.overrides)}
-    trainers["variant"] = build_trainer(args.config, [*args.overrides, *overrides])
+    trainers = {"plain": build_trainer(args.config, [*args.overrides, *off])}
+    trainers["variant"] = build_trainer(args.config, [*args.overrides, *on])
     seconds: dict[str, list[float]] = {key: [] for key in trainers}
     for k in range(args.epochs + 1):  # the first round warms up
         for key, trainer in trainers.items():
