@@ -72,7 +72,8 @@ def test_a_packed_batch_carries_the_weights_in_its_mask_and_off_it_is_unchanged(
 
 
 def test_a_leduc_rollout_stores_each_decisions_own_reach():
-    cfg = load_config(Path("configs/leduc.ini"), ["--env.num-games", "64", "--train.batch-size", "2048"])
+    small = ["--env.num-games", "64", "--train.batch-size", "2048", "--train.minibatch-size", "512"]
+    cfg = load_config(Path("configs/leduc.ini"), small)
     trainer = build_trainer(cfg, None)
     trainer.collect(trainer.sampler.params_tensor())
     buffer = trainer.learner.buffer
