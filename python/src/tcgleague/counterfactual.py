@@ -19,14 +19,17 @@ import torch
 
 
 class OwnReach:
-    """Each env row's log own reach in its current game, on the device."""
+    """Each env row's log own reach in its current game, on the device; not tracked when off (no
+    weighting reads it: `advance` does no work and returns None)."""
 
-    def __init__(self, num_rows: int, device: torch.device):
-        self.log_reach = torch.zeros(num_rows, device=device)
+    def __init__(self, num_rows: int, device: torch.device, enabled: bool = True):
+        self.log_reach, self.enabled = torch.zeros(num_rows, device=device), enabled
 
-    def advance(self, rows: torch.Tensor, episode_start: torch.Tensor, logprob: torch.Tensor) -> torch.Tensor:
+    def advance(self, rows: torch.Tensor, episode_start: torch.Tensor, logprob: torch.Tensor) -> torch.Tensor | None:
         """The log reach of `rows`' decisions now (0 at a game's first), then adds their sampled
         actions' `logprob`: what each row's next decision in the same game is reached with."""
+        if not self.enabled:
+            return None
         before = torch.where(episode_start, 0.0, self.log_reach[rows])
         self.log_reach.index_copy_(0, rows, before + logprob.to(before.dtype))
         return before

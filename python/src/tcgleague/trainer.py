@@ -79,7 +79,7 @@ class Trainer:
             lr_lambda(t.lr_schedule, self.total_epochs, math.ceil(t.magnet_interval / t.batch_size)),
         )
         self.exploration = Exploration(t.explore_share, self.seed)
-        self.own_reach = OwnReach(env.num_rows, device)  # the loss's counterfactual weights ([train] own_reach_cap)
+        self.own_reach = OwnReach(env.num_rows, device, enabled=t.own_reach_cap > 0)  # counterfactual weights
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume
         self.annealed = anneal_values(self.anneals, 0, self.total_steps)  # apply_anneals() sets it every epoch
@@ -158,7 +158,7 @@ class Trainer:
             d = actor.decide(
                 obs, rows_dev, self.exploration.row_params(params, off), episode_start=starts, companion=companion
             )
-            reach = self.own_reach.advance(rows_dev, starts, d.logprob) if self.cfg.train.own_reach_cap else None
+            reach = self.own_reach.advance(rows_dev, starts, d.logprob)
             buffer.store(slots_dev, obs, d.actions, d.logprob, d.value, d.state_h, d.state_c, reach)
             buffer.drop_unstored(mine, mine_slots, d.value, at)
             buffer.explored(rows[explore], slots[explore])
