@@ -4,6 +4,10 @@ one row per file, in the order given, with the command that produced it.
     python tools/experiments_table.py experiments/results/*.json
     python tools/experiments_table.py --judged experiments/results/judged_*.json
 
+A file judged exactly (Leduc, Kuhn, Liar's Dice: `bench learn --league` on a game OpenSpiel
+judges) gives the exploitability row instead: the deliverable's at the end and near 4M steps, the
+last learner's alone.
+
 `--judged` prints the robustness table of `bench learn --league` files instead: how exploitable
 each final is (its best response's win rate, lower is better), its held-out panel, and the
 league's head-to-head against its self-play baseline; a baseline shared by several files
@@ -41,6 +45,23 @@ def row(f: dict, name: str) -> str:
     return (
         f"| {label} | {f['steps'] / 1e6:.1f}M | {greedy} | {f['winrate_vs_random']:.3f} | {searching(f)} | {f['sps']:,.0f} "
         f"| {curve} | `{f['command']}` |"
+    )
+
+
+EXACT_HEADER = (
+    "| change | steps | deliverable's exploitability | at 4M steps | the last learner's | minutes | command |\n"
+    "|---|---|---|---|---|---|---|"
+)
+
+
+def exact_row(f: dict, name: str) -> str:
+    """A side judged exactly: its deliverable's exploitability, its curve's last point at or before
+    4M steps, its last learner's (lower is better, 0 a Nash equilibrium)."""
+    early = [p["exploitability"] for p in f["curve"] if p["step"] <= 4_000_000]
+    at_4m = f"{early[-1]:.4f}" if early else "-"
+    return (
+        f"| {name} | {f['steps'] / 1e6:.1f}M | {f['exploitability']:.4f} | {at_4m} | "
+        f"{f['learner_exploitability']:.4f} | {f['minutes']:.0f} | `{f['command']}` |"
     )
 
 
@@ -83,14 +104,19 @@ def judged(paths: list[str]) -> int:
 def main(paths: list[str]) -> int:
     if paths[:1] == ["--judged"]:
         return judged(paths[1:])
-    print(HEADER)
-    for path in paths:
-        f = json.loads(Path(path).read_text())
+    files = [(Path(path).stem, json.loads(Path(path).read_text())) for path in paths]
+    exact = [f.get("judge", {}).get("exact", False) for _, f in files]
+    if any(exact) and not all(exact):
+        print("experiments_table: files judged exactly and files judged by win rate need two tables", file=sys.stderr)
+        return 2
+    print(EXACT_HEADER if any(exact) else HEADER)
+    format_row = exact_row if any(exact) else row
+    for stem, f in files:
         if "league" in f:  # a --league run: both of its trainings
             for side in ("league", "selfplay"):
-                print(row({**f[side], "command": f["command"]}, f"{f.get('label') or Path(path).stem} ({side})"))
+                print(format_row({**f[side], "command": f["command"]}, f"{f.get('label') or stem} ({side})"))
         else:
-            print(row(f, Path(path).stem))
+            print(format_row(f, stem))
     return 0
 
 

@@ -1,5 +1,6 @@
-"""tools/experiments_table.py: the experiments table's rows from `bench learn --json` files, and
-with --judged the robustness rows of `--league` files (a shared self-play baseline once)."""
+"""tools/experiments_table.py: the experiments table's rows from `bench learn --json` files, with
+--judged the robustness rows of `--league` files (a shared self-play baseline once), and the
+exploitability rows of files judged exactly (never mixed with win-rate files in one table)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,35 @@ def test_judged_rows_show_exploitability_panel_and_head_to_head_with_a_shared_ba
         "| latest_ratio 0.5 | 2.0M | 0.660 [0.630, 0.690] (1.0M) | 0.690 / 0.290 | 0.470 [0.440, 0.500] |"
     )
     assert a.endswith("`python -m tcgleague.bench learn --league --label 'default league'` |")
+
+
+def exact_side(deliverable: float, learner: float) -> dict:
+    curve = [{"step": 983_040, "exploitability": 0.6}, {"step": 3_932_160, "exploitability": 0.25}]
+    curve.append({"step": 16_023_552, "exploitability": deliverable})
+    return {"steps": 16_023_552, "exploitability": deliverable, "learner_exploitability": learner}, curve
+
+
+def test_files_judged_exactly_give_exploitability_rows_and_are_not_mixed_with_win_rate_files(tmp_path):
+    (league, curve), (selfplay, _) = exact_side(0.1031, 0.41), exact_side(0.1172, 0.33)
+    league.update(curve=curve, minutes=70.4)
+    selfplay.update(curve=curve[:1] + curve[2:], minutes=61.0)
+    exact = league_file(tmp_path / "leduc.json", "leduc", league, selfplay, 0.5)
+    figures = json.loads(exact.read_text())
+    exact.write_text(json.dumps({**figures, "judge": {"episodes": 1000, "exact": True}}))
+    done = subprocess.run(
+        [sys.executable, "tools/experiments_table.py", str(exact)], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    header, _, first, second = done.stdout.splitlines()
+    assert header.startswith("| change | steps | deliverable's exploitability | at 4M steps |")
+    assert first.startswith("| leduc (league) | 16.0M | 0.1031 | 0.2500 | 0.4100 | 70 |")
+    assert second.startswith("| leduc (selfplay) | 16.0M | 0.1172 | 0.6000 | 0.3300 | 61 |")
+    win_rates = league_file(tmp_path / "win.json", "ember", final("a.pt", 0.5, 0.7), final("b.pt", 0.5, 0.7), 0.5)
+    mixed = subprocess.run(
+        [sys.executable, "tools/experiments_table.py", str(exact), str(win_rates)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert mixed.returncode == 2 and "need two tables" in mixed.stderr and mixed.stdout == ""
