@@ -56,12 +56,14 @@ EXACT_HEADER = (
 
 def exact_row(f: dict, name: str) -> str:
     """A side judged exactly: its deliverable's exploitability, its curve's last point at or before
-    4M steps, its last learner's (lower is better, 0 a Nash equilibrium)."""
+    4M steps, its last learner's (lower is better, 0 a Nash equilibrium). A run that delivers its
+    learner has no `learner_*` figures (bench/learn_exact.final_figures): the two are one."""
     early = [p["exploitability"] for p in f["curve"] if p["step"] <= 4_000_000]
     at_4m = f"{early[-1]:.4f}" if early else "-"
+    learner = f.get("learner_exploitability", f["exploitability"])
     return (
         f"| {name} | {f['steps'] / 1e6:.1f}M | {f['exploitability']:.4f} | {at_4m} | "
-        f"{f['learner_exploitability']:.4f} | {f['minutes']:.0f} | `{f['command']}` |"
+        f"{learner:.4f} | {f['minutes']:.0f} | `{f['command']}` |"
     )
 
 
@@ -105,12 +107,13 @@ def main(paths: list[str]) -> int:
     if paths[:1] == ["--judged"]:
         return judged(paths[1:])
     files = [(Path(path).stem, json.loads(Path(path).read_text())) for path in paths]
-    exact = [f.get("judge", {}).get("exact", False) for _, f in files]
-    if any(exact) and not all(exact):
+    judged_exactly = {bool((f.get("judge") or {}).get("exact")) for _, f in files}
+    if len(judged_exactly) > 1:
         print("experiments_table: files judged exactly and files judged by win rate need two tables", file=sys.stderr)
         return 2
-    print(EXACT_HEADER if any(exact) else HEADER)
-    format_row = exact_row if any(exact) else row
+    exact = judged_exactly == {True}
+    print(EXACT_HEADER if exact else HEADER)
+    format_row = exact_row if exact else row
     for stem, f in files:
         if "league" in f:  # a --league run: both of its trainings
             for side in ("league", "selfplay"):

@@ -57,16 +57,16 @@ def test_judged_rows_show_exploitability_panel_and_head_to_head_with_a_shared_ba
     assert a.endswith("`python -m tcgleague.bench learn --league --label 'default league'` |")
 
 
-def exact_side(deliverable: float, learner: float) -> dict:
-    curve = [{"step": 983_040, "exploitability": 0.6}, {"step": 3_932_160, "exploitability": 0.25}]
+def exact_side(deliverable: float, at_4m: float, minutes: float, learner: float | None = None) -> dict:
+    """A side of a file judged exactly; `learner`: a mixture is delivered and its learner kept apart."""
+    curve = [{"step": 983_040, "exploitability": 0.6}, {"step": 3_932_160, "exploitability": at_4m}]
     curve.append({"step": 16_023_552, "exploitability": deliverable})
-    return {"steps": 16_023_552, "exploitability": deliverable, "learner_exploitability": learner}, curve
+    side = {"steps": 16_023_552, "exploitability": deliverable, "curve": curve, "minutes": minutes}
+    return side if learner is None else {**side, "learner_exploitability": learner}
 
 
 def test_files_judged_exactly_give_exploitability_rows_and_are_not_mixed_with_win_rate_files(tmp_path):
-    (league, curve), (selfplay, _) = exact_side(0.1031, 0.41), exact_side(0.1172, 0.33)
-    league.update(curve=curve, minutes=70.4)
-    selfplay.update(curve=curve[:1] + curve[2:], minutes=61.0)
+    league, selfplay = exact_side(0.1031, 0.25, 70.4, learner=0.41), exact_side(0.3300, 0.6, 61.0)
     exact = league_file(tmp_path / "leduc.json", "leduc", league, selfplay, 0.5)
     figures = json.loads(exact.read_text())
     exact.write_text(json.dumps({**figures, "judge": {"episodes": 1000, "exact": True}}))
@@ -77,7 +77,7 @@ def test_files_judged_exactly_give_exploitability_rows_and_are_not_mixed_with_wi
     header, _, first, second = done.stdout.splitlines()
     assert header.startswith("| change | steps | deliverable's exploitability | at 4M steps |")
     assert first.startswith("| leduc (league) | 16.0M | 0.1031 | 0.2500 | 0.4100 | 70 |")
-    assert second.startswith("| leduc (selfplay) | 16.0M | 0.1172 | 0.6000 | 0.3300 | 61 |")
+    assert second.startswith("| leduc (selfplay) | 16.0M | 0.3300 | 0.6000 | 0.3300 | 61 |"), "its learner delivered"
     win_rates = league_file(tmp_path / "win.json", "ember", final("a.pt", 0.5, 0.7), final("b.pt", 0.5, 0.7), 0.5)
     mixed = subprocess.run(
         [sys.executable, "tools/experiments_table.py", str(exact), str(win_rates)],
