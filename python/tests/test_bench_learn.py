@@ -178,14 +178,15 @@ def test_a_run_delivers_its_leagues_mixture_else_its_average_else_its_final_chec
     final = tmp_path / "model_run_000010.pt"
     kuhn = load_config(CONFIGS / "kuhn.ini", log=lambda _: None)  # keeps an average policy
     leduc = load_config(CONFIGS / "leduc.ini", ["--train.average-snapshots", "0"], log=lambda _: None)  # keeps none
-    league = load_config(CONFIGS / "leduc.ini", ["--league.enable", "true"], log=lambda _: None)
+    mixture = ["--league.enable", "true", "--league.deliverable", "nash_mixture"]
+    league = load_config(CONFIGS / "leduc.ini", mixture, log=lambda _: None)
     assert deliverable_of(kuhn, tmp_path, final) == final  # no average written (yet)
     (tmp_path / AVERAGE_FILE).touch()
     (tmp_path / MIXTURE_FILE).touch()
     assert deliverable_of(kuhn, tmp_path, final) == tmp_path / AVERAGE_FILE
     assert deliverable_of(leduc, tmp_path, final) == final  # a file of another run's settings is not its deliverable
-    assert deliverable_of(league, tmp_path, final) == tmp_path / MIXTURE_FILE  # leduc.ini's league: nash_mixture
-    learner = ["--league.enable", "true", "--league.deliverable", "learner"]
+    assert deliverable_of(league, tmp_path, final) == tmp_path / MIXTURE_FILE
+    learner = ["--league.enable", "true"]  # leduc.ini's league delivers its learner's average
     assert deliverable_of(load_config(CONFIGS / "leduc.ini", learner), tmp_path, final) == tmp_path / AVERAGE_FILE
     alone = load_config(CONFIGS / "leduc.ini", [*learner, "--train.average-snapshots", "0"])
     assert deliverable_of(alone, tmp_path, final) == final

@@ -301,12 +301,13 @@ def test_bench_learn_judges_a_poker_league_and_its_self_play_exactly(tmp_path):
         "--train.minibatch-size",
         "512",
     ]
-    cmd += ["--league.checkpoint-add-interval", "1", "--base.experiments-dir", str(tmp_path / "runs")]
+    cmd += ["--league.checkpoint-add-interval", "1", "--league.deliverable", "nash_mixture"]
+    cmd += ["--base.experiments-dir", str(tmp_path / "runs")]
     cmd += ["--train.average-snapshots", "2", "--train.average-interval", "2048", "--train.average-start", "0"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(out.read_text())
-    # leduc.ini's league delivers its Nash mixture, self-play its average policy: each judged and played as such
+    # a league delivering its Nash mixture, self-play its average policy: each judged and played as such
     for name, delivered in (("league", "league_policy.pt"), ("selfplay", "average_policy.pt")):
         run = figures[name]
         assert run["deliverable"] == str(Path(run["run_dir"]) / delivered)
