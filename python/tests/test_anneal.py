@@ -78,10 +78,11 @@ def test_from_config_and_values():
             "--train.ent_coef_anneal_start_frac=0.5",
             "--train.magnet_coef_initial=0.2",
             "--train.magnet_coef_final=0.1",
+            "--train.lr_scale_final=0.5",
         ],
     )
     anneals = anneals_from_config(cfg)
-    assert set(anneals) == {"subaction_temperature", "smoothing_eps", "ent_coef", "magnet_coef"}
+    assert set(anneals) == {"subaction_temperature", "smoothing_eps", "ent_coef", "magnet_coef", "lr_scale"}
     assert anneals["smoothing_eps"].end_step == 500
     vals = anneal_values(anneals, 250, cfg.train.total_timesteps, 0)
     assert set(vals) == {
@@ -89,11 +90,13 @@ def test_from_config_and_values():
         "sampler/smoothing_eps",
         "anneal/ent_coef",
         "anneal/magnet_coef",
+        "anneal/lr_scale",
     }
     assert vals["sampler/subaction_temperature"] == pytest.approx(1.15)
     assert vals["sampler/smoothing_eps"] == pytest.approx(0.025)
     assert vals["anneal/ent_coef"] == pytest.approx(0.01)
     assert vals["anneal/magnet_coef"] == pytest.approx(0.175)
+    assert vals["anneal/lr_scale"] == pytest.approx(0.875)
     vals = anneal_values(anneals, 500, 1000, 250)
     assert vals["anneal/ent_coef"] == pytest.approx(0.005)
     assert vals["sampler/smoothing_eps"] == 0.0

@@ -161,6 +161,9 @@ def test_the_ema_and_frozen_magnets_move_as_configured():
 def test_a_regularized_run_resumes_bit_identically(kind, tmp_path):
     magnet = ["--train.magnet", kind, "--train.magnet-coef-initial", "0.2", "--train.magnet-coef-final", "0.05"]
     magnet += ["--train.magnet-interval", "6144", "--train.magnet-ema", "0.1"]  # replaced mid-run
+    # the rate's factor annealed across the resume (epochs of 2048 steps: 1 up to step 4096, 0.5 from 12288)
+    magnet += ["--train.lr-scale-final", "0.5", "--train.lr-scale-anneal-start-step", "4096"]
+    magnet += ["--train.lr-scale-anneal-end-step", "12288"]
     if kind == "frozen":  # the rate restarts with each magnet (3 epochs of 2048 steps a stage)
         magnet += ["--train.lr-schedule", "magnet_stage"]
     run = [*KUHN_RUN, *magnet, "--base.experiments-dir", str(tmp_path)]
@@ -176,9 +179,10 @@ def test_a_regularized_run_resumes_bit_identically(kind, tmp_path):
     assert not torch.equal(a["magnet"]["policy"]["actor.bias"], a["policy"]["actor.bias"])
     metrics = (run_a / "metrics.jsonl").read_text()
     assert '"losses/magnet_kl"' in metrics and '"anneal/magnet_coef": 0.2' in metrics
-    if kind == "frozen":  # logged after epoch k: the rate epoch k + 1 trains with
-        rates = [json.loads(line)["train/learning_rate"] for line in metrics.splitlines()]
-        assert rates == pytest.approx([3e-3 * f for f in (2 / 3, 1 / 3, 1, 2 / 3, 1 / 3, 1, 2 / 3, 1 / 3)])
+    rates = [json.loads(line)["train/learning_rate"] for line in metrics.splitlines()]  # each epoch's own
+    scales = (1, 1, 1, 0.875, 0.75, 0.625, 0.5, 0.5)
+    stages = (1, 2 / 3, 1 / 3, 1, 2 / 3, 1 / 3, 1, 2 / 3) if kind == "frozen" else (1,) * 8
+    assert rates == pytest.approx([3e-3 * f * s for f, s in zip(stages, scales)])
 
 
 def test_magnet_stage_rates_need_a_frozen_magnet():

@@ -115,6 +115,7 @@ def bad_config_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "unknown key": (["--train.learning-rat", "1e-3"], "did you mean 'learning_rate'"),
         "NaN learning rate": (["--train.learning-rate", "nan"], "[train] learning_rate"),
         "bad nan_policy": (["--train.nan-policy", "ignore"], "[train] nan_policy"),
+        "a learning rate factor of 0": (["--train.lr-scale-final", "0"], "[train] lr_scale_final"),
         # values that crashed or hung before they were bounded
         "negative seed": (["--base.seed", "-1"], "[base] seed"),
         "seed past 2**32": (["--base.seed", str(2**40)], "[base] seed"),

@@ -141,11 +141,29 @@ def test_logged_learning_rate_follows_the_schedule(schedule):
     assert trainer.learner.optimizer.param_groups[0]["lr"] == pytest.approx(1e-3), "epoch 0 trains at the full rate"
     trainer.train()
     logged = [m["train/learning_rate"] for _, m in trainer.logger.records]
-    # logged after the epoch's update and LR step: epoch k reports the rate epoch k + 1 trains with
-    want = [1e-3 * lr_lambda(schedule, 4)(k) for k in (1, 2, 3, 4)]
+    want = [1e-3 * lr_lambda(schedule, 4)(k) for k in (0, 1, 2, 3)]  # the rate each epoch's update used
     assert logged == pytest.approx(want, abs=1e-12)
     assert [m["train/epoch"] for _, m in trainer.logger.records] == [1.0, 2.0, 3.0, 4.0]
     assert [step for step, _ in trainer.logger.records] == [512, 1024, 1536, 2048]
+
+
+@pytest.mark.parametrize("schedule", ["linear", "constant"])
+def test_lr_scale_anneals_on_the_schedules_rate(schedule):
+    """[train] lr_scale: a factor on the scheduled rate, annealed on global_step (epochs of 512
+    steps: 1 up to step 512, 0.25 from 1536), applied to the optimizer each epoch and logged."""
+    scale = ["--train.lr-scale-final", "0.25", "--train.lr-scale-anneal-start-step", "512"]
+    scale += ["--train.lr-scale-anneal-end-step", "1536"]
+    trainer = smoke_trainer(None, "--train.lr-schedule", schedule, "--train.learning-rate", "1e-3", *scale)
+    trainer.logger = RecordingLogger()
+    used = []
+    update = trainer.update
+    trainer.update = lambda params: used.append(trainer.learner.optimizer.param_groups[0]["lr"]) or update(params)
+    trainer.train()
+    factors = [1.0, 1.0, 0.625, 0.25]
+    want = [1e-3 * lr_lambda(schedule, 4)(k) * f for k, f in enumerate(factors)]
+    assert used == pytest.approx(want, abs=1e-12), "Adam steps at the schedule's rate times the factor"
+    assert [m["train/learning_rate"] for _, m in trainer.logger.records] == pytest.approx(want, abs=1e-12)
+    assert [m["anneal/lr_scale"] for _, m in trainer.logger.records] == pytest.approx(factors)
 
 
 # ---- checkpoints ------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Linear anneals keyed on `global_step`.
 
-Four anneals exist: `subaction_temperature` and `smoothing_eps` (keys in [policy]), `ent_coef`
-and `magnet_coef` (keys in [train]), each configured by `<name>_initial`, `<name>_final`,
+Five anneals exist: `subaction_temperature` and `smoothing_eps` (keys in [policy]), `ent_coef`,
+`magnet_coef` and `lr_scale` (a factor on the scheduled learning rate; keys in [train]), each configured by `<name>_initial`, `<name>_final`,
 `<name>_anneal_start_frac`, `<name>_anneal_end_frac` and optional absolute
 `<name>_anneal_start_step` / `<name>_anneal_end_step` (which override the matching frac).
 
@@ -62,7 +62,7 @@ class LinearAnneal:
 
 
 def anneals_from_config(cfg: Any) -> dict[str, LinearAnneal]:
-    """{"subaction_temperature", "smoothing_eps", "ent_coef", "magnet_coef"} -> LinearAnneal from a Config."""
+    """{"subaction_temperature", "smoothing_eps", "ent_coef", "magnet_coef", "lr_scale"} -> LinearAnneal."""
     return {name: LinearAnneal(**anneal_settings(getattr(cfg, section), name)) for name, section in ANNEALS.items()}
 
 

@@ -111,6 +111,8 @@ class Trainer:
         self.sampler.set_sampling_params(
             subaction_temperature=values["sampler/subaction_temperature"], smoothing_eps=values["sampler/smoothing_eps"]
         )
+        for group, rate in zip(self.learner.optimizer.param_groups, self.scheduler.get_last_lr()):
+            group["lr"] = rate * values["anneal/lr_scale"]  # the schedule's rate, times the annealed factor
         self.annealed = values
         return values
 
@@ -239,6 +241,7 @@ class Trainer:
         """Anneals, collect, update, the opponent side's epoch end; returns the epoch's metrics."""
         start = time.perf_counter()
         metrics = dict(self.apply_anneals())
+        metrics["train/learning_rate"] = self.learner.optimizer.param_groups[0]["lr"]  # this epoch's update's
         params = self.sampler.params_tensor(self.device)  # the sampling parameters this epoch's rollout uses
         metrics.update(self.collect(params))
         rollout_s = time.perf_counter() - start
@@ -253,11 +256,9 @@ class Trainer:
         for hook in self.epoch_hooks:
             metrics.update(hook(metrics))
         elapsed = time.perf_counter() - start
-        lr = self.learner.optimizer.param_groups[0]["lr"]
-        metrics.update({"train/epoch": float(self.epoch), "train/learning_rate": lr})
-        metrics.update({"perf/sps": self.cfg.train.batch_size / elapsed, "perf/epoch_seconds": elapsed})
-        metrics.update({"perf/rollout_seconds": rollout_s, "perf/update_seconds": update_s})
-        metrics["perf/opponents_seconds"] = opponents_s
+        metrics.update({"train/epoch": float(self.epoch), "perf/sps": self.cfg.train.batch_size / elapsed})
+        metrics.update({"perf/epoch_seconds": elapsed, "perf/rollout_seconds": rollout_s})
+        metrics.update({"perf/update_seconds": update_s, "perf/opponents_seconds": opponents_s})
         self.last_metrics = metrics
         return metrics
 

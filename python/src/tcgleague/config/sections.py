@@ -133,6 +133,10 @@ class TrainSection:
     update_epochs: int = 2
     learning_rate: float = 1.2e-3
     lr_schedule: str = "linear"  # linear | cosine | constant | magnet_stage (restarts with a frozen magnet)
+    # A factor on the scheduled rate, annealed on global_step like the coefficients below: a rate
+    # that steps down late, after the learner has travelled, so the iterates the average mixes
+    # swing less (a no-regret learner's average at a constant step stalls at a level set by it).
+    lr_scale: Anneal = Anneal(initial=1.0, final=1.0)
     gamma: float = 0.99
     gae_lambda: float = 0.95
     clip_coef: float = 0.2

@@ -267,6 +267,8 @@ def validate_train_options(cfg: Config, check: Check) -> None:
     check(t.adam_eps > 0, "train", "adam_eps", "must be > 0 (e.g. 1e-5)")
     for key in ("ent_coef_initial", "ent_coef_final", "magnet_coef_initial", "magnet_coef_final"):
         check(getattr(t, key) >= 0, "train", key, "must be >= 0 (e.g. 0.01)")
+    for key in ("lr_scale_initial", "lr_scale_final"):
+        check(0 < getattr(t, key) <= 1, "train", key, "must be in (0, 1] (e.g. 0.25): a factor on learning_rate")
     check(t.magnet in MAGNET_KINDS, "train", "magnet", f"must be one of {', '.join(MAGNET_KINDS)}")
     check(t.magnet_interval >= 1, "train", "magnet_interval", "must be >= 1 learner steps (e.g. 1000000)")
     check(
