@@ -271,13 +271,9 @@ def validate_train_options(cfg: Config, check: Check) -> None:
         check(0 < getattr(t, key) <= 1, "train", key, "must be in (0, 1] (e.g. 0.25): a factor on learning_rate")
     check(t.magnet in MAGNET_KINDS, "train", "magnet", f"must be one of {', '.join(MAGNET_KINDS)}")
     check(t.magnet_interval >= 1, "train", "magnet_interval", "must be >= 1 learner steps (e.g. 1000000)")
-    check(
-        t.lr_schedule != "magnet_stage"
-        or (t.magnet == "frozen" and max(t.magnet_coef_initial, t.magnet_coef_final) > 0),
-        "train",
-        "lr_schedule",
-        "magnet_stage restarts the rate with each frozen magnet: it needs magnet = frozen and magnet_coef > 0",
-    )
+    staged = t.magnet == "frozen" and max(t.magnet_coef_initial, t.magnet_coef_final) > 0
+    why = "magnet_stage restarts the rate with each frozen magnet: it needs magnet = frozen and magnet_coef > 0"
+    check(t.lr_schedule != "magnet_stage" or staged, "train", "lr_schedule", why)
     check(0 < t.magnet_ema <= 1, "train", "magnet_ema", "must be in (0, 1] (e.g. 0.01)")
     check(t.update_rule in UPDATE_RULES, "train", "update_rule", f"must be one of {', '.join(UPDATE_RULES)}")
     check(0 < t.neurd_min_prob <= 1, "train", "neurd_min_prob", "must be in (0, 1] (e.g. 0.05)")
