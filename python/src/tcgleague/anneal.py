@@ -1,9 +1,10 @@
 """Linear anneals keyed on `global_step`.
 
 Five anneals exist: `subaction_temperature` and `smoothing_eps` (keys in [policy]), `ent_coef`,
-`magnet_coef` and `lr_scale` (a factor on the scheduled learning rate; keys in [train]), each configured by `<name>_initial`, `<name>_final`,
-`<name>_anneal_start_frac`, `<name>_anneal_end_frac` and optional absolute
-`<name>_anneal_start_step` / `<name>_anneal_end_step` (which override the matching frac).
+`magnet_coef` and `lr_scale` (a factor on the scheduled learning rate; keys in [train]), each
+configured by `<name>_initial`, `<name>_final`, `<name>_anneal_start_frac`, `<name>_anneal_end_frac`
+and optional absolute `<name>_anneal_start_step` / `<name>_anneal_end_step` (which override the
+matching frac).
 
 The trainer evaluates them at the start of every epoch at the current `global_step` (restored
 exactly on resume). When a run resumes weights without restoring the optimizer/global_step,
