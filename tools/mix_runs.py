@@ -19,7 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tcgleague.checkpoint import CheckpointError
+from tcgleague.checkpoint import CheckpointError, load_checkpoint
 from tcgleague.checkpoint.files import read_state, verify_archive
 from tcgleague.errors import UserInputError, entry_point, output_file
 from tcgleague.fingerprint import checkpoint_game
@@ -27,16 +27,18 @@ from tcgleague.league.mixture import is_mixture, load_mixture, write_mixture_fil
 
 
 def file_members(path: Path) -> tuple[str, int, list[dict]]:
-    """A file's game, global step and members (weights summing to 1); a file that is neither a
-    checkpoint nor a mixture is refused in one line."""
+    """A file's game, global step and members (weights summing to 1), validated as every tool
+    loading it would (`load_mixture`, `load_checkpoint`); a file that is neither a checkpoint nor a
+    mixture is refused in one line."""
     verify_archive(path)
     state = read_state(path)
     if is_mixture(state):
         load_mixture(path, log=lambda *_: None)  # validates the members and their weights
         members = [dict(m) for m in state["mixture"]["members"]]
     elif "policy" in state and "policy_config" in state:
-        members = [{"id": path.stem, "weight": 1.0, "policy": state["policy"], "policy_config": state["policy_config"]}]
-        members[0]["sampling_params"] = state.get("sampling_params")
+        load_checkpoint(path, log=lambda *_: None)  # validates its weights against its architecture
+        keep = ("policy", "policy_config", "sampling_params")
+        members = [{"id": path.stem, "weight": 1.0} | {key: state.get(key) for key in keep}]
     else:
         raise CheckpointError(f"{path} is neither a checkpoint nor a league mixture (no policy, no mixture members)")
     return checkpoint_game(state), int(state.get("global_step", 0)), members
