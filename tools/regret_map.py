@@ -3,6 +3,7 @@ Kuhn, Liar's Dice: the games OpenSpiel judges).
 
     python tools/regret_map.py RUN_DIR/average_policy.pt --top 10
     python tools/regret_map.py --game leduc --logit-equilibria 0.5 0.3 0.2
+    python tools/regret_map.py --game leduc --logit-equilibria 0.5 0.3 0.2 --explore-share 0.1
 
 For a file (a checkpoint, a mixture such as average_policy.pt or league_policy.pt, a policy table):
 - its exploitability, and its counterfactual regret against itself at every information state
@@ -19,7 +20,9 @@ With --logit-equilibria T ...: the exploitability of the game's logit (agent qua
 equilibrium at each temperature, found by damped logit responses over the exact tree, warmest
 first, each from the last one's equilibrium. That is the fixed point policy gradient with an
 entropy bonus of strength T (in the game's points per decision) settles on: the least
-exploitability such a learner can reach, however long it trains.
+exploitability such a learner can reach, however long it trains. With --explore-share EPS each
+seat responds to an opponent that plays a uniform legal action at that share of its decisions:
+the fixed point when the answers to [train] explore_share's exploring draws are trained on.
 """
 
 from __future__ import annotations
@@ -73,34 +76,44 @@ class StateFigures:
         return self.own_reach * self.others_reach
 
 
-def state_figures(spiel: pyspiel.Game, policy: StatePolicy) -> list[StateFigures]:
-    """Every information state's figures under `policy` playing both seats (one walk of the tree)."""
+def state_figures(spiel: pyspiel.Game, policy: StatePolicy, explore: float = 0.0) -> list[StateFigures]:
+    """Every information state's figures under `policy` playing both seats (one walk of the tree).
+    With `explore` > 0 each seat's values and others' reach are those against an opponent that
+    plays a uniform legal action at that share of its decisions ([train] explore_share's
+    exploring draws, which the answering seat trains on), its own play staying `policy`'s."""
     figures: dict[str, StateFigures] = {}
 
-    def visit(state: pyspiel.State, reach: np.ndarray) -> np.ndarray:
+    def visit(state: pyspiel.State, reach: np.ndarray, trembled: np.ndarray) -> np.ndarray:
         if state.is_terminal():
             return np.asarray(state.returns())
         if state.is_chance_node():
-            return sum(p * visit(state.child(a), reach * [1.0, 1.0, p]) for a, p in state.chance_outcomes())
+            return sum(
+                p * visit(state.child(a), reach * [1.0, 1.0, p], trembled * [1.0, 1.0, p])
+                for a, p in state.chance_outcomes()
+            )
         player, legal = state.current_player(), state.legal_actions()
         given = policy(state)
         probabilities = np.array([given.get(a, 0.0) for a in legal])
+        behaviour = (1.0 - explore) * probabilities + explore / len(legal)  # as the other seat meets it
         values = []
-        for action, p in zip(legal, probabilities):
-            child_reach = reach.copy()
+        for action, p, q in zip(legal, probabilities, behaviour):
+            child_reach, child_trembled = reach.copy(), trembled.copy()
             child_reach[player] *= p
-            values.append(visit(state.child(action), child_reach))
+            child_trembled[player] *= q
+            values.append(visit(state.child(action), child_reach, child_trembled))
         values = np.stack(values)  # [actions, players]
         key = state.information_state_string()
         f = figures.get(key)
         if f is None:
             f = figures[key] = StateFigures(key, reach[player], legal, probabilities, 0.0, np.zeros(len(legal)))
-        others = float(np.prod(np.delete(reach, player)))
+        others = float(np.prod(np.delete(trembled, player)))
         f.others_reach += others
         f.weighted_values += others * values[:, player]
-        return probabilities @ values
+        out = behaviour @ values  # the other seats' values: this seat as they meet it
+        out[player] = probabilities @ values[:, player]
+        return out
 
-    visit(spiel.new_initial_state(), np.ones(3))
+    visit(spiel.new_initial_state(), np.ones(3), np.ones(3))
     return list(figures.values())
 
 
@@ -121,13 +134,20 @@ def closeness(figures: list[StateFigures], temperature: float) -> float:
 
 
 def logit_equilibrium_exploitability(
-    game: JudgedGame, temperature: float, iterations: int, step: float, table: dict[str, list[float]] | None = None
+    game: JudgedGame,
+    temperature: float,
+    iterations: int,
+    step: float,
+    table: dict[str, list[float]] | None = None,
+    explore: float = 0.0,
 ) -> tuple[float, float]:
     """(exploitability, the last iteration's largest probability change) of damped logit
     responses: pi <- (1 - step) pi + step softmax(Q_pi / T) at every state, from `table` (uniform
     play at states it lacks; left holding the result). A change near 0 says the iteration settled
     on the equilibrium; a larger one that it circles it (small temperatures: more iterations, a
-    smaller step, or a start at a warmer temperature's equilibrium)."""
+    smaller step, or a start at a warmer temperature's equilibrium). With `explore`, each seat
+    responds to an opponent exploring that share of its decisions (`state_figures`): the fixed
+    point of a learner whose answers train on its opponent's exploring draws, judged as it plays."""
     spiel = openspiel_game(game)
     table = {} if table is None else table
 
@@ -138,7 +158,7 @@ def logit_equilibrium_exploitability(
 
     change = 0.0
     for _ in range(iterations):
-        figures = state_figures(spiel, current)
+        figures = state_figures(spiel, current, explore)
         change = 0.0
         for f in figures:
             new = (1.0 - step) * f.probabilities + step * logit_response(f.values, temperature)
@@ -194,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--game", help="the game (default: the file's)")
     p.add_argument("--top", type=int, default=10, help="states with the most regret to list")
     p.add_argument("--logit-equilibria", type=float, nargs="+", metavar="T", default=[], help="temperatures (points)")
+    p.add_argument(
+        "--explore-share", type=float, default=0.0, help="the logit equilibria against an opponent exploring this share"
+    )
     p.add_argument("--iterations", type=int, default=1500, help="damped logit responses per temperature")
     p.add_argument("--step", type=float, default=0.05, help="the damping: the share of the response taken")
     args = p.parse_args(argv)
@@ -202,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UserInputError("give a policy file, --logit-equilibria T ..., or both")
         if any(t <= 0 for t in args.logit_equilibria):
             raise UserInputError(f"--logit-equilibria: temperatures must be > 0, got {args.logit_equilibria}")
+        if not 0.0 <= args.explore_share < 1.0:
+            raise UserInputError(f"--explore-share must be in [0, 1), got {args.explore_share}")
         game = judged_game_of(args.policy, args.game)
         if args.policy is not None:
             report(args.policy, game, args.top)
@@ -209,8 +234,13 @@ def main(argv: list[str] | None = None) -> int:
         # from uniform play the damped responses circle the cool ones instead of settling
         solution: dict[str, list[float]] = {}
         for t in sorted(args.logit_equilibria, reverse=True):
-            exploitability, change = logit_equilibrium_exploitability(game, t, args.iterations, args.step, solution)
-            print(f"logit equilibrium at T = {t}: exploitability {exploitability:.4f} (last change {change:.1e})")
+            exploitability, change = logit_equilibrium_exploitability(
+                game, t, args.iterations, args.step, solution, args.explore_share
+            )
+            against = f", against {args.explore_share:g} exploring" if args.explore_share else ""
+            print(
+                f"logit equilibrium at T = {t}{against}: exploitability {exploitability:.4f} (last change {change:.1e})"
+            )
     except (UserInputError, CheckpointError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -70,6 +70,35 @@ def test_a_cool_logit_equilibrium_settles_sooner_from_a_warmer_ones_solution():
     assert abs(continued - settled) < 0.6 * abs(cold - settled)
 
 
+def test_answering_an_exploring_opponent_moves_the_logit_equilibrium_away_from_the_nash_equilibrium():
+    # the answers a learner trains on its opponent's uniform exploring draws assume an opponent
+    # that bluffs at random: the fixed point is further from equilibrium the more it explores
+    plain, _ = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05)
+    none, _ = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05, explore=0.0)
+    some, some_change = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05, explore=0.05)
+    more, more_change = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05, explore=0.2)
+    assert none == plain
+    assert some_change < 1e-4 and more_change < 1e-4  # settled
+    assert plain < some < more
+
+
+def test_the_figures_against_an_exploring_opponent_weigh_its_trembles_and_keep_the_own_reach():
+    spiel = openspiel_game(KUHN)
+    solved = table_policy(solved_table())
+    plain = {f.key: f for f in state_figures(spiel, solved)}
+    trembled = {f.key: f for f in state_figures(spiel, solved, explore=1.0)}
+    assert plain.keys() == trembled.keys()
+    for key, f in trembled.items():
+        assert f.own_reach == plain[key].own_reach  # the seat's own play is the policy's
+        # an opponent that always explores reaches it with 1/2 per move it made (Kuhn's keys: a card,
+        # then the moves; the opponent made every other one, the first if the seat acts second),
+        # the deal with 1/3 (the seat's card fixed, the opponent's one of two, each 1/6)
+        card, moves = key[0], key[1:]
+        assert card in "012" and set(moves) <= set("pb")
+        opponent_moves = (len(moves) + 1) // 2
+        assert abs(f.others_reach - 0.5**opponent_moves / 3) < 1e-12, key
+
+
 def test_the_tool_reports_a_file_and_refuses_bad_input_in_one_line(tmp_path, capsys):
     table = tmp_path / "kuhn_table.pt"
     torch.save(solved_table(), table)

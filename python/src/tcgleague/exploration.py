@@ -10,8 +10,12 @@ walks into such a line, and the seat that answers it learns there on-policy.
 The explored decisions train nothing themselves. The rollout leaves them out of the loss, with
 the other seat's latest step of the same game (its return now follows an action its opponent's
 policy did not take), and the GAE of both rows' earlier steps stops there
-(`RolloutBuffer.off_policy`). So every trained return is on-policy: exploration adds visits, not
-bias, and the evaluations and the average policy play the policy alone.
+(`RolloutBuffer.off_policy`). So every trained return is on-policy, and the evaluations and the
+average policy play the policy alone. What is not on-policy is where the answers are learned: an
+exploring draw comes whatever the explorer holds, so the seat that answers it learns against an
+opponent who plays that share at random, and the fixed point moves off the equilibrium as the
+share grows (`tools/regret_map.py --explore-share`; the share is a trade between answers learned
+and answers biased: experiments/README.md, stop 83).
 
 Which decisions explore is drawn on the host from a stream of the rank's seed and the epoch (no
 state to checkpoint: a resumed epoch draws the same), and reaches the policy as per-row sampling
