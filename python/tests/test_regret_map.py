@@ -111,6 +111,7 @@ def test_the_tool_reports_a_file_and_refuses_bad_input_in_one_line(tmp_path, cap
         ([str(table)], "give --game NAME"),
         ([str(tmp_path / "missing.pt"), "--game", "kuhn"], "not found"),
         (["--game", "kuhn", "--logit-equilibria", "0"], "must be > 0"),
+        (["--game", "kuhn", "--logit-equilibria", "0.1", "--explore-share", "1"], "must be in [0, 1)"),
         (["--game", "emberfront", "--logit-equilibria", "1"], "has no exact judge"),
     ):
         assert main(argv) == 2
