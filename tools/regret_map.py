@@ -4,6 +4,7 @@ Kuhn, Liar's Dice: the games OpenSpiel judges).
     python tools/regret_map.py RUN_DIR/average_policy.pt --top 10
     python tools/regret_map.py --game leduc --logit-equilibria 0.5 0.3 0.2
     python tools/regret_map.py --game leduc --logit-equilibria 0.5 0.3 0.2 --explore-share 0.1
+    python tools/regret_map.py --game leduc --logit-equilibria 0.2 --explore-share 0.1 --explore-temperature 3
 
 For a file (a checkpoint, a mixture such as average_policy.pt or league_policy.pt, a policy table):
 - its exploitability, and its counterfactual regret against itself at every information state
@@ -22,7 +23,9 @@ first, each from the last one's equilibrium. That is the fixed point policy grad
 entropy bonus of strength T (in the game's points per decision) settles on: the least
 exploitability such a learner can reach, however long it trains. With --explore-share EPS each
 seat responds to an opponent that plays a uniform legal action at that share of its decisions:
-the fixed point when the answers to [train] explore_share's exploring draws are trained on.
+the fixed point when the answers to [train] explore_share's exploring draws are trained on; with
+--explore-temperature T as well, an opponent whose exploring draws are its own policy at
+temperature T ([train] explore_temperature).
 """
 
 from __future__ import annotations
@@ -76,11 +79,23 @@ class StateFigures:
         return self.own_reach * self.others_reach
 
 
-def state_figures(spiel: pyspiel.Game, policy: StatePolicy, explore: float = 0.0) -> list[StateFigures]:
+def exploring_draw(probabilities: np.ndarray, temperature: float) -> np.ndarray:
+    """An exploring decision's distribution over the legal actions: uniform (temperature 0), or
+    the policy's at `temperature`, each probability to the power 1 / temperature, renormalised
+    (the sampler's softmax(logits / temperature))."""
+    if temperature == 0.0:
+        return np.full(len(probabilities), 1.0 / len(probabilities))
+    tempered = np.clip(probabilities, 1e-12, 1.0) ** (1.0 / temperature)
+    return tempered / tempered.sum()
+
+
+def state_figures(
+    spiel: pyspiel.Game, policy: StatePolicy, explore: float = 0.0, explore_temperature: float = 0.0
+) -> list[StateFigures]:
     """Every information state's figures under `policy` playing both seats (one walk of the tree).
     With `explore` > 0 each seat's values and others' reach are those against an opponent that
-    plays a uniform legal action at that share of its decisions ([train] explore_share's
-    exploring draws, which the answering seat trains on), its own play staying `policy`'s."""
+    draws at that share of its decisions from `exploring_draw` ([train] explore_share's exploring
+    draws, which the answering seat trains on), its own play staying `policy`'s."""
     figures: dict[str, StateFigures] = {}
 
     def visit(state: pyspiel.State, reach: np.ndarray, trembled: np.ndarray) -> np.ndarray:
@@ -94,7 +109,7 @@ def state_figures(spiel: pyspiel.Game, policy: StatePolicy, explore: float = 0.0
         player, legal = state.current_player(), state.legal_actions()
         given = policy(state)
         probabilities = np.array([given.get(a, 0.0) for a in legal])
-        behaviour = (1.0 - explore) * probabilities + explore / len(legal)  # as the other seat meets it
+        behaviour = (1.0 - explore) * probabilities + explore * exploring_draw(probabilities, explore_temperature)
         values = []
         for action, p, q in zip(legal, probabilities, behaviour):
             child_reach, child_trembled = reach.copy(), trembled.copy()
@@ -140,6 +155,7 @@ def logit_equilibrium_exploitability(
     step: float,
     table: dict[str, list[float]] | None = None,
     explore: float = 0.0,
+    explore_temperature: float = 0.0,
 ) -> tuple[float, float]:
     """(exploitability, the last iteration's largest probability change) of damped logit
     responses: pi <- (1 - step) pi + step softmax(Q_pi / T) at every state, from `table` (uniform
@@ -158,7 +174,7 @@ def logit_equilibrium_exploitability(
 
     change = 0.0
     for _ in range(iterations):
-        figures = state_figures(spiel, current, explore)
+        figures = state_figures(spiel, current, explore, explore_temperature)
         change = 0.0
         for f in figures:
             new = (1.0 - step) * f.probabilities + step * logit_response(f.values, temperature)
@@ -217,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--explore-share", type=float, default=0.0, help="the logit equilibria against an opponent exploring this share"
     )
+    p.add_argument(
+        "--explore-temperature", type=float, default=0.0, help="its exploring draws at this temperature (0: uniform)"
+    )
     p.add_argument("--iterations", type=int, default=1500, help="damped logit responses per temperature")
     p.add_argument("--step", type=float, default=0.05, help="the damping: the share of the response taken")
     args = p.parse_args(argv)
@@ -227,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UserInputError(f"--logit-equilibria: temperatures must be > 0, got {args.logit_equilibria}")
         if not 0.0 <= args.explore_share < 1.0:
             raise UserInputError(f"--explore-share must be in [0, 1), got {args.explore_share}")
+        if not (args.explore_temperature == 0.0 or args.explore_temperature >= 1.0):
+            raise UserInputError(f"--explore-temperature must be 0 (uniform) or >= 1, got {args.explore_temperature}")
         game = judged_game_of(args.policy, args.game)
         if args.policy is not None:
             report(args.policy, game, args.top)
@@ -235,9 +256,10 @@ def main(argv: list[str] | None = None) -> int:
         solution: dict[str, list[float]] = {}
         for t in sorted(args.logit_equilibria, reverse=True):
             exploitability, change = logit_equilibrium_exploitability(
-                game, t, args.iterations, args.step, solution, args.explore_share
+                game, t, args.iterations, args.step, solution, args.explore_share, args.explore_temperature
             )
-            against = f", against {args.explore_share:g} exploring" if args.explore_share else ""
+            drawn = f" at temperature {args.explore_temperature:g}" if args.explore_temperature else ""
+            against = f", against {args.explore_share:g} exploring{drawn}" if args.explore_share else ""
             print(
                 f"logit equilibrium at T = {t}{against}: exploitability {exploitability:.4f} (last change {change:.1e})"
             )

@@ -312,6 +312,7 @@ PROBE_VALUES = {
     ("train", "magnet"): "ema",
     ("train", "update_rule"): "neurd",
     ("train", "own_reach_cap"): 5.0,  # 0 (off) or >= 1
+    ("train", "explore_temperature"): 3.0,  # 0 (uniform) or >= 1
     ("league", "opponent_sampling"): "nash",
     ("league", "deliverable"): "nash_mixture",
     ("vec", "backend"): "serial",

@@ -185,9 +185,10 @@ def test_counting_wrappers_catch_reads_in_the_hot_loop(monkeypatch):
 
 
 EXPLORING = ("--train.explore-share", "0.25")  # exploration.py: per-row sampling parameters, host draws
+TEMPERED = (*EXPLORING, "--train.explore-temperature", "3")  # the same parameters, temperatures not smoothing
 
 
-@pytest.mark.parametrize("overrides", [(), EXPLORING], ids=["policy", "exploring"])
+@pytest.mark.parametrize("overrides", [(), EXPLORING, TEMPERED], ids=["policy", "exploring", "tempered"])
 def test_collect_reads_nothing_back_per_env_step(monkeypatch, overrides):
     """The rollout's host reads are the same for 16 and 64 env steps (a few, at the epoch's end):
     per step the only device->host traffic is StepTransfer.download."""
@@ -199,7 +200,7 @@ def test_collect_reads_nothing_back_per_env_step(monkeypatch, overrides):
     assert not any(k.startswith("aten.") for k in reads(short)), "a data-dependent op in the rollout"
 
 
-@pytest.mark.parametrize("overrides", [(), EXPLORING], ids=["policy", "exploring"])
+@pytest.mark.parametrize("overrides", [(), EXPLORING, TEMPERED], ids=["policy", "exploring", "tempered"])
 def test_collect_makes_no_tensor_from_host_data_per_env_step(monkeypatch, overrides):
     """No tensor is built from Python/numpy data per step: StepTransfer's buffer is the one way up."""
     short, _ = counted_collect(monkeypatch, 256, overrides=overrides)

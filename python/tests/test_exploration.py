@@ -19,7 +19,7 @@ from tcgleague.bench import train as bench_train
 from tcgleague.bench.__main__ import main as bench_main
 from tcgleague.build import build_trainer
 from tcgleague.config import ConfigError, load_config
-from tcgleague.exploration import SMOOTHING, Exploration
+from tcgleague.exploration import SMOOTHING, TEMPERATURES, Exploration
 from tcgleague.games.poker.rules import CALL
 from test_game_plugin import KUHN_RUN
 from test_rollout import add, credit, make_buffer
@@ -54,6 +54,13 @@ def test_exploring_rows_sample_with_smoothing_one_and_the_others_as_they_were():
     assert rows[:, SMOOTHING].tolist() == pytest.approx([1.0, 0.05, 1.0])
     assert torch.equal(rows[1], params) and torch.equal(rows[:, :SMOOTHING], params[:SMOOTHING].expand(3, -1))
     assert Exploration(0.0, seed=0).row_params(params, explore) is params, "off: the step's input is unchanged"
+
+
+def test_a_tempered_exploring_row_samples_at_the_temperature_without_smoothing():
+    params = torch.tensor([0.9, 1.1, 0.05])
+    rows = Exploration(0.2, seed=0, temperature=3.0).row_params(params, torch.tensor([True, False]))
+    assert rows[0, TEMPERATURES].tolist() == pytest.approx([3.0, 3.0]) and rows[0, SMOOTHING] == pytest.approx(0.05)
+    assert torch.equal(rows[1], params)
 
 
 def test_an_explored_step_and_the_other_seats_latest_leave_the_loss_and_cut_the_trace():
@@ -92,33 +99,40 @@ def test_an_explorer_whose_opponent_has_not_acted_in_this_game_leaves_its_old_ga
     assert np.flatnonzero(buf.off_policy).tolist() == [2], "row 0's last step ended its game before"
 
 
-def leduc_trainer(share: float):
+def leduc_trainer(share: float, call_logit: float = 30.0, *extra: str):
     cfg = load_config(
         Path("configs/leduc.ini"),
-        ["--env.num-games", "256", "--train.batch-size", "8192", "--train.explore-share", str(share)],
+        ["--env.num-games", "256", "--train.batch-size", "8192", "--train.explore-share", str(share), *extra],
     )
     trainer = build_trainer(cfg, None)
-    with torch.no_grad():  # a policy that always calls: explored decisions stand out
+    with torch.no_grad():  # a policy that calls (always, at 30): explored decisions stand out
         actor = trainer.policy.actor
         actor.weight.zero_()
         actor.bias.zero_()
-        actor.bias[CALL] = 30.0
+        actor.bias[CALL] = call_logit
     return trainer
 
 
-def test_a_leduc_rollout_explores_its_share_uniformly_and_trains_on_policy_only():
-    trainer = leduc_trainer(0.2)
+def explored_actions(trainer) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, dict]:
+    """One epoch's rollout: the explored slots, their actions, their legal masks, the rollout's stats."""
     buffer = trainer.learner.buffer
     explored = []
     mark = buffer.explored
     buffer.explored = lambda rows, slots: (explored.append(slots[slots < buffer.capacity]), mark(rows, slots))
     stats = trainer.collect(trainer.sampler.params_tensor())
     slots = np.concatenate(explored)
+    obs, actions = buffer.obs[torch.from_numpy(slots)], buffer.actions[torch.from_numpy(slots), 0]
+    legal = obs[:, trainer.policy.legal_offset : trainer.policy.legal_offset + trainer.policy.num_actions] > 0
+    return slots, actions, legal, stats
+
+
+def test_a_leduc_rollout_explores_its_share_uniformly_and_trains_on_policy_only():
+    trainer = leduc_trainer(0.2)
+    buffer = trainer.learner.buffer
+    slots, actions, legal, stats = explored_actions(trainer)
     assert 0.17 < len(slots) / buffer.size < 0.23, "a fifth of the learner's decisions explore"
     assert buffer.explored_steps == len(slots) and stats["sampler/rollout_entropy"] < 1e-3, "the policy's own"
     assert buffer.off_policy[slots].all() and 0.25 < buffer.off_policy.mean() < 0.45, "with the other seat's steps"
-    obs, actions = buffer.obs[torch.from_numpy(slots)], buffer.actions[torch.from_numpy(slots), 0]
-    legal = obs[:, trainer.policy.legal_offset : trainer.policy.legal_offset + trainer.policy.num_actions] > 0
     assert legal.gather(1, actions[:, None]).all(), "explored actions are legal"
     three = legal.sum(1) == 3
     shares = torch.bincount(actions[three], minlength=3).float() / three.sum()
@@ -131,10 +145,28 @@ def test_a_leduc_rollout_explores_its_share_uniformly_and_trains_on_policy_only(
     assert torch.equal(batch.mask.reshape(-1)[off], torch.zeros(int(off.sum()))), "off-policy steps leave the loss"
 
 
+def test_a_tempered_exploring_draw_is_the_policys_own_flattened():
+    """The policy calls with logit 3 over 0 for fold and raise: p(call) = e^3 / (e^3 + 2) = 0.91 where
+    all three are legal. Drawn at temperature 3 it is e / (e + 2) = 0.58, fold and raise 0.21 each."""
+    trainer = leduc_trainer(0.5, 3.0, "--train.explore-temperature", "3")
+    _, actions, legal, _ = explored_actions(trainer)
+    assert legal.gather(1, actions[:, None]).all(), "explored actions are legal"
+    three = legal.sum(1) == 3
+    shares = torch.bincount(actions[three], minlength=3).float() / three.sum()
+    assert three.sum() > 400 and abs(float(shares[CALL]) - np.e / (np.e + 2)) < 0.06, f"tempered: {shares}"
+    assert shares.min() > 0.15, f"fold and raise drawn too: {shares}"
+
+
 @pytest.mark.parametrize("value", ["1", "-0.1", "1.5"])
 def test_a_bad_explore_share_is_refused_by_name(value):
     with pytest.raises(ConfigError, match=r"\[train\] explore_share.*must be in \[0, 1\)"):
         load_config(Path("configs/leduc.ini"), ["--train.explore-share", value])
+
+
+@pytest.mark.parametrize("value", ["0.5", "-1"])
+def test_a_bad_explore_temperature_is_refused_by_name(value):
+    with pytest.raises(ConfigError, match=r"\[train\] explore_temperature.*must be 0 \(a uniform draw\) or >= 1"):
+        load_config(Path("configs/leduc.ini"), ["--train.explore-temperature", value])
 
 
 @pytest.mark.parametrize(

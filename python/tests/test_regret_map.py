@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
 import torch
 from open_spiel.python import policy as openspiel_policy
 from open_spiel.python.algorithms import cfr
@@ -14,7 +16,7 @@ from open_spiel.python.algorithms import cfr
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 
-from regret_map import logit_equilibrium_exploitability, main, state_figures  # noqa: E402
+from regret_map import exploring_draw, logit_equilibrium_exploitability, main, state_figures  # noqa: E402
 
 from tcgleague.games.poker.exact import JUDGED  # noqa: E402
 from tcgleague.openspiel_judge import measure, openspiel_game, table_of, table_policy  # noqa: E402
@@ -82,6 +84,26 @@ def test_answering_an_exploring_opponent_moves_the_logit_equilibrium_away_from_t
     assert plain < some < more
 
 
+def test_tempered_exploring_draws_keep_the_fixed_point_nearer_the_equilibrium_than_uniform_ones():
+    # a draw from the policy at temperature 3 keeps which cards bet more often: the answers learned
+    # against it assume a less distorted range than a uniform draw's (exploration.py)
+    plain, _ = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05)
+    uniform, _ = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05, explore=0.2)
+    tempered, change = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05, explore=0.2, explore_temperature=3.0)
+    own, _ = logit_equilibrium_exploitability(KUHN, 0.1, 800, 0.05, explore=0.2, explore_temperature=1.0)
+    assert change < 1e-4 and plain < tempered < 0.6 * uniform
+    assert abs(own - plain) < 1e-9, "drawn at temperature 1 an exploring draw is the policy's own"
+
+
+def test_an_exploring_draw_is_uniform_or_the_policy_flattened():
+    p = np.array([0.9, 0.09, 0.01])
+    assert exploring_draw(p, 0.0) == pytest.approx(np.full(3, 1 / 3))
+    assert exploring_draw(p, 1.0) == pytest.approx(p)
+    tempered = exploring_draw(p, 3.0)
+    assert tempered.sum() == pytest.approx(1.0) and tempered[0] > tempered[1] > tempered[2] > 0.1
+    assert tempered[0] / tempered[2] == pytest.approx(90 ** (1 / 3))
+
+
 def test_the_figures_against_an_exploring_opponent_weigh_its_trembles_and_keep_the_own_reach():
     spiel = openspiel_game(KUHN)
     solved = table_policy(solved_table())
@@ -112,6 +134,7 @@ def test_the_tool_reports_a_file_and_refuses_bad_input_in_one_line(tmp_path, cap
         ([str(tmp_path / "missing.pt"), "--game", "kuhn"], "not found"),
         (["--game", "kuhn", "--logit-equilibria", "0"], "must be > 0"),
         (["--game", "kuhn", "--logit-equilibria", "0.1", "--explore-share", "1"], "must be in [0, 1)"),
+        (["--game", "kuhn", "--logit-equilibria", "0.1", "--explore-temperature", "0.5"], "0 (uniform) or >= 1"),
         (["--game", "emberfront", "--logit-equilibria", "1"], "has no exact judge"),
     ):
         assert main(argv) == 2

@@ -78,7 +78,7 @@ class Trainer:
             self.learner.optimizer,
             lr_lambda(t.lr_schedule, self.total_epochs, math.ceil(t.magnet_interval / t.batch_size)),
         )
-        self.exploration = Exploration(t.explore_share, self.seed)
+        self.exploration = Exploration(t.explore_share, self.seed, t.explore_temperature)
         self.own_reach = OwnReach(env.num_rows, device, enabled=t.own_reach_cap > 0)  # counterfactual weights
         self.anneals = anneals_from_config(cfg)
         self.anneal_offset = 0  # anneal step offset of a weights-only resume

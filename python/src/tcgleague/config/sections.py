@@ -156,8 +156,10 @@ class TrainSection:
     update_rule: str = "ppo"
     neurd_min_prob: float = 0.05  # neurd: the probability below which a sample's weight stops growing
     # Exploration (exploration.py): this share of the learner's training decisions drawn uniformly
-    # among the legal actions, left out of the loss with the returns they changed.
+    # among the legal actions (or, with explore_temperature T > 0, from the policy at temperature T),
+    # left out of the loss with the returns they changed.
     explore_share: float = 0.0
+    explore_temperature: float = 0.0
     # Counterfactual weighting (counterfactual.py): each decision weighs in the loss by 1 / its
     # seat's own reach of it, capped at this (0 = off, every decision weighs 1).
     own_reach_cap: float = 0.0

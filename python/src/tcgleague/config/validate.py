@@ -278,6 +278,8 @@ def validate_train_options(cfg: Config, check: Check) -> None:
     check(t.update_rule in UPDATE_RULES, "train", "update_rule", f"must be one of {', '.join(UPDATE_RULES)}")
     check(0 < t.neurd_min_prob <= 1, "train", "neurd_min_prob", "must be in (0, 1] (e.g. 0.05)")
     check(0 <= t.explore_share < 1, "train", "explore_share", "must be in [0, 1) (0 = off; e.g. 0.05)")
+    why = "must be 0 (a uniform draw) or >= 1 (the policy's draw, flattened; e.g. 3)"
+    check(t.explore_temperature == 0 or t.explore_temperature >= 1, "train", "explore_temperature", why)
     check(t.own_reach_cap == 0 or t.own_reach_cap >= 1, "train", "own_reach_cap", "must be 0 (off) or >= 1 (e.g. 5)")
     check(t.average_snapshots >= 0, "train", "average_snapshots", "must be >= 0 (0 = no average policy; e.g. 16)")
     check(t.average_interval >= 1, "train", "average_interval", "must be >= 1 learner steps (e.g. 250000)")
